@@ -1,0 +1,4 @@
+"""Allow `python -m provision`."""
+from provision.cli.main import run
+
+run()

@@ -1,0 +1,83 @@
+"""The provider interface: every way of getting nodes implements these methods."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from provision.records import ClusterInfo
+from provision.spec.findings import Finding
+from provision.spec.model import ClusterSpec
+from provision.state import ClusterState
+
+Progress = Callable[[str], None]  # receives one human-readable status line at a time
+
+
+def silent(_: str) -> None:
+    """A progress sink that drops everything (tests, --quiet)."""
+
+
+@dataclass
+class PlanItem:
+    """One resource a provider would create."""
+
+    kind: str
+    name: str
+    detail: str = ""
+    hourly_cost_usd: float | None = None
+
+
+@dataclass
+class Plan:
+    """What `create` would do, computed without changing anything."""
+
+    items: list[PlanItem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def hourly_cost_usd(self) -> float | None:
+        """Sum of known hourly costs, or None when no item has one."""
+        costs = [i.hourly_cost_usd for i in self.items if i.hourly_cost_usd is not None]
+        return round(sum(costs), 4) if costs else None
+
+
+@dataclass
+class Teardown:
+    """What `destroy` removed and what the post-teardown audit still found."""
+
+    removed: list[str] = field(default_factory=list)
+    leftovers: list[str] = field(default_factory=list)
+
+
+class Provider(ABC):
+    """Creates, describes and destroys a cluster's nodes; the rest of the tool sees only ClusterInfo."""
+
+    name: str = ""
+
+    def __init__(self, spec: ClusterSpec, state: ClusterState) -> None:
+        self.spec = spec
+        self.state = state
+
+    @classmethod
+    def validate(cls, spec: ClusterSpec) -> list[Finding]:
+        """Provider-specific semantic checks on the spec alone (no API calls, no side effects)."""
+        return []
+
+    def check_environment(self) -> None:
+        """Raise a ProviderError if this machine or account cannot run the provider (before any change)."""
+
+    def plan(self) -> Plan:
+        """The resources `create` would make, without making them."""
+        return Plan()
+
+    @abstractmethod
+    def create(self, progress: Progress = silent) -> ClusterInfo:
+        """Make every node exist and answer SSH; idempotent: a second call creates nothing new."""
+
+    @abstractmethod
+    def describe(self) -> ClusterInfo:
+        """The cluster as it is now, from recorded state and live checks; changes nothing."""
+
+    @abstractmethod
+    def destroy(self, progress: Progress = silent) -> Teardown:
+        """Remove everything `create` made, audit that nothing is left; idempotent."""

@@ -1,0 +1,302 @@
+"""Semantic checks on a structurally valid spec; each returns every finding it has, never raises."""
+from __future__ import annotations
+
+import difflib
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from ipaddress import IPv4Address, ip_address
+
+from provision import compat
+from provision.errors import SpecError
+from provision.gpus import GPU_MODELS
+from provision.spec import topology
+from provision.spec.findings import Finding
+from provision.spec.model import ClusterSpec
+
+Validator = Callable[[ClusterSpec], list[Finding]]
+
+_HOSTNAME_MAX = 63
+_SYSTEM_PATHS = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/root", "/run", "/sbin",
+                 "/sys", "/tmp", "/usr", "/var")
+
+
+def _names(spec: ClusterSpec) -> list[list[str]] | None:
+    """Host names per group, or None when an expression is unreadable (reported elsewhere)."""
+    try:
+        return [topology.group_names(g) for g in spec.node_groups]
+    except SpecError:
+        return None
+
+
+def check_group_size(spec: ClusterSpec) -> list[Finding]:
+    """A group needs count or hosts, and they must agree; addresses must match the names."""
+    out = []
+    for i, group in enumerate(spec.node_groups):
+        path = f"node_groups[{i}]"
+        if group.count is None and group.hosts is None:
+            out.append(Finding("error", path, f"group '{group.name}' has neither count nor hosts",
+                               "add count: N or hosts: name[01-N]"))
+            continue
+        try:
+            names = topology.group_names(group)
+            addresses = topology.group_addresses(group)
+        except SpecError as exc:
+            field = "hosts" if group.hosts and not _expands(group.hosts) else "addresses"
+            out.append(Finding("error", f"{path}.{field}", exc.message, exc.hint or ""))
+            continue
+        if group.count is not None and group.hosts is not None and group.count != len(names):
+            out.append(Finding("error", f"{path}.count", f"{group.count} does not match the {len(names)} names "
+                               f"in hosts '{group.hosts}'", "drop count or make it equal to the number of hosts"))
+        if addresses and len(addresses) != len(names):
+            out.append(Finding("error", f"{path}.addresses", f"{len(addresses)} addresses for {len(names)} hosts",
+                               "give one address per host, in the order of hosts"))
+    return out
+
+
+def _expands(expression: str) -> bool:
+    """Whether a hostlist expression parses."""
+    try:
+        topology.hostlist.expand(expression)
+        return True
+    except SpecError:
+        return False
+
+
+def check_host_names(spec: ClusterSpec) -> list[Finding]:
+    """Host names must be valid DNS labels and unique across the cluster."""
+    names = _names(spec)
+    if names is None:
+        return []
+    out = []
+    seen: dict[str, int] = {}
+    for i, group_names in enumerate(names):
+        for name in group_names:
+            if len(name) > _HOSTNAME_MAX or not name.replace("-", "").isalnum() or not name[0].isalpha() \
+                    or name != name.lower():
+                out.append(Finding("error", f"node_groups[{i}].hosts", f"'{name}' is not a valid host name",
+                                   "use lower-case letters, digits and '-', starting with a letter"))
+            if name in seen:
+                out.append(Finding("error", f"node_groups[{i}]", f"host name '{name}' is also in "
+                                   f"node_groups[{seen[name]}]", "give every host a unique name"))
+            seen.setdefault(name, i)
+    return out
+
+
+def check_group_names(spec: ClusterSpec) -> list[Finding]:
+    """Node group names must be unique."""
+    counts = Counter(g.name for g in spec.node_groups)
+    return [Finding("error", f"node_groups[{i}].name", f"'{g.name}' names more than one group",
+                    "give every node group its own name")
+            for i, g in enumerate(spec.node_groups) if counts[g.name] > 1]
+
+
+def check_addresses(spec: ClusterSpec) -> list[Finding]:
+    """Addresses must be IPv4, unique, inside the declared subnet; static hosts need them."""
+    out = []
+    seen: dict[str, str] = {}
+    subnet = getattr(spec.provider, "subnet", None)
+    for i, group in enumerate(spec.node_groups):
+        path = f"node_groups[{i}].addresses"
+        try:
+            addresses = topology.group_addresses(group)
+        except SpecError:
+            continue
+        if spec.provider.type == "static" and not addresses:
+            out.append(Finding("error", path, f"static group '{group.name}' has no addresses",
+                               "list one address per host, e.g. addresses: 10.0.0.[11-14]"))
+        if spec.provider.type != "static" and addresses:
+            out.append(Finding("error", path, f"the {spec.provider.type} provider assigns addresses itself",
+                               "remove addresses, or use provider type static"))
+            continue
+        for address in addresses:
+            try:
+                parsed = ip_address(address)
+            except ValueError:
+                out.append(Finding("error", path, f"'{address}' is not an IP address",
+                                   "use a dotted quad such as 10.0.0.12"))
+                continue
+            if not isinstance(parsed, IPv4Address):
+                out.append(Finding("error", path, f"'{address}' is IPv6", "use an IPv4 address"))
+            elif subnet is not None and parsed not in subnet:
+                out.append(Finding("error", path, f"'{address}' is outside the declared subnet {subnet}",
+                                   f"use an address in {subnet} or widen provider.subnet"))
+            if address in seen:
+                out.append(Finding("error", path, f"address '{address}' is also used by group '{seen[address]}'",
+                                   "give every host its own address"))
+            seen.setdefault(address, group.name)
+    return out
+
+
+def check_roles(spec: ClusterSpec) -> list[Finding]:
+    """Exactly one controller node; at least one compute node; no role twice in a group."""
+    names = _names(spec) or [[]] * len(spec.node_groups)
+    controllers = sum(len(n) for g, n in zip(spec.node_groups, names) if "controller" in g.roles)
+    out = []
+    if controllers != 1:
+        out.append(Finding("error", "node_groups", f"{controllers} controller nodes",
+                           "give exactly one node the controller role (a group with roles: [controller], count: 1)"))
+    if not any("compute" in g.roles for g in spec.node_groups):
+        out.append(Finding("error", "node_groups", "no group has the compute role",
+                           "add a group with roles: [compute]"))
+    for i, group in enumerate(spec.node_groups):
+        if len(set(group.roles)) != len(group.roles):
+            out.append(Finding("error", f"node_groups[{i}].roles", f"{group.roles} repeats a role",
+                               "list each role once"))
+    return out
+
+
+def check_gpus(spec: ClusterSpec) -> list[Finding]:
+    """GPU models must be known, only on compute groups, and supported by the driver branch."""
+    out = []
+    for i, group in enumerate(spec.node_groups):
+        if group.gpu is None:
+            continue
+        path = f"node_groups[{i}].gpu"
+        if "compute" not in group.roles:
+            out.append(Finding("error", path, f"group '{group.name}' has GPUs but not the compute role",
+                               "add compute to roles, or move the GPUs to a compute group"))
+        model = GPU_MODELS.get(group.gpu.model)
+        if model is None:
+            close = difflib.get_close_matches(group.gpu.model, list(GPU_MODELS), n=1, cutoff=0.5)
+            fix = f"did you mean '{close[0]}'?" if close else f"use one of {', '.join(GPU_MODELS)}"
+            out.append(Finding("error", f"{path}.model", f"'{group.gpu.model}' is not a known GPU model", fix))
+        elif spec.software.nvidia_driver.branch < model.min_driver_branch:
+            out.append(Finding("error", "software.nvidia_driver.branch",
+                               f"{spec.software.nvidia_driver.branch} does not support {model.key}",
+                               f"use branch {model.min_driver_branch} or newer"))
+    return out
+
+
+def check_partitions(spec: ClusterSpec) -> list[Finding]:
+    """A partition must not mix GPU models; at most one default partition."""
+    out = []
+    models: dict[str, set] = defaultdict(set)
+    for group in spec.node_groups:
+        if "compute" in group.roles:
+            models[group.partition or group.name].add(group.gpu.model if group.gpu else None)
+    for partition, kinds in models.items():
+        if len(kinds) > 1:
+            shown = ", ".join(sorted(k or "no GPU" for k in kinds))
+            out.append(Finding("error", "node_groups", f"partition '{partition}' mixes {shown}",
+                               "give heterogeneous groups separate partitions"))
+    defaults = [i for i, g in enumerate(spec.node_groups) if g.default_partition]
+    if len(defaults) > 1:
+        out.append(Finding("error", f"node_groups[{defaults[1]}].default_partition",
+                           f"groups {defaults} all claim the default partition", "set default_partition on one group"))
+    return out
+
+
+def check_versions(spec: ClusterSpec) -> list[Finding]:
+    """Driver branch, CUDA and NCCL must form a coherent set (provision.compat)."""
+    out = []
+    software = spec.software
+    branch = software.nvidia_driver.branch
+    max_cuda = compat.max_cuda_for_branch(branch)
+    if max_cuda is None:
+        known = ", ".join(map(str, compat.known_driver_branches()))
+        out.append(Finding("error", "software.nvidia_driver.branch", f"{branch} is not a known driver branch",
+                           f"use one of {known}"))
+    for j, cuda in enumerate(software.cuda.versions):
+        if max_cuda and compat.version_tuple(cuda) > compat.version_tuple(max_cuda):
+            need = compat.min_branch_for_cuda(cuda)
+            fix = f"use driver branch {need} or newer, or CUDA {max_cuda} or older" if need else \
+                f"use CUDA {max_cuda} or older"
+            out.append(Finding("error", f"software.cuda.versions[{j}]",
+                               f"CUDA {cuda} is too new for driver branch {branch} (supports up to {max_cuda})", fix))
+    default = software.cuda.default or software.cuda.versions[-1]
+    if default not in software.cuda.versions:
+        out.append(Finding("error", "software.cuda.default", f"'{default}' is not in cuda.versions "
+                           f"{software.cuda.versions}", "add it to versions or pick one of them"))
+    elif not compat.nccl_supports_cuda(software.nccl.version, default):
+        out.append(Finding("error", "software.nccl.version",
+                           f"NCCL {software.nccl.version} has no build for CUDA {default}",
+                           f"use an NCCL release built for CUDA {default.split('.')[0]} "
+                           f"({compat.NCCL_CUDA_MAJORS.get(default.split('.')[0], compat.Rule('', 'none', '')).value})"))
+    if software.slurm.source == "repository" and not software.slurm.repository_url:
+        out.append(Finding("error", "software.slurm.repository_url", "is missing while source is 'repository'",
+                           "set repository_url to the site's Slurm APT repository, or use source: distribution"))
+    return out
+
+
+def check_filesystem(spec: ClusterSpec) -> list[Finding]:
+    """Mount point not a system path; glusterfs needs storage nodes; client filesystems need a server."""
+    fs = spec.filesystem
+    out = []
+    mount = fs.mount_point.rstrip("/") or "/"
+    if not fs.mount_point.startswith("/"):
+        out.append(Finding("error", "filesystem.mount_point", f"'{fs.mount_point}' is not an absolute path",
+                           "use a path such as /shared"))
+    elif mount in _SYSTEM_PATHS or any(mount.startswith(p + "/") for p in _SYSTEM_PATHS if p not in ("/",)):
+        out.append(Finding("error", "filesystem.mount_point", f"'{fs.mount_point}' is a system path",
+                           "mount the shared filesystem at its own path, such as /shared"))
+    if fs.type == "glusterfs":
+        names = _names(spec) or []
+        storage = sum(len(n) for g, n in zip(spec.node_groups, names) if "storage" in g.roles)
+        if storage == 0:
+            out.append(Finding("error", "filesystem.type", "glusterfs needs nodes with the storage role",
+                               "add a group with roles: [storage]"))
+        elif fs.replica and fs.replica > storage:
+            out.append(Finding("error", "filesystem.replica", f"{fs.replica} is more than the {storage} storage nodes",
+                               f"use a replica count of at most {storage}"))
+    if fs.type in ("lustre", "beegfs", "nfs") and not fs.server and spec.provider.type != "aws":
+        out.append(Finding("error", "filesystem.server", f"{fs.type} needs the server to mount from",
+                           "set filesystem.server (Lustre MGS or FSx DNS name, BeeGFS management host, NFS server)"))
+    return out
+
+
+def check_sandbox(spec: ClusterSpec) -> list[Finding]:
+    """The sandbox subnet must be private and big enough."""
+    if spec.provider.type != "sandbox":
+        return []
+    subnet = spec.provider.subnet
+    out = []
+    if not subnet.is_private:
+        out.append(Finding("error", "provider.subnet", f"{subnet} is not a private range",
+                           "use a private range such as 10.99.0.0/24"))
+    total = sum(len(n) for n in (_names(spec) or []))
+    if total > topology.sandbox_capacity(subnet):
+        out.append(Finding("error", "provider.subnet", f"{subnet} holds {topology.sandbox_capacity(subnet)} nodes, "
+                           f"the spec has {total}", "use a larger subnet, e.g. a /22"))
+    return out
+
+
+def check_interconnect(spec: ClusterSpec) -> list[Finding]:
+    """EFA exists only on AWS; a fabric needs a NIC count; GPU certify levels need GPUs."""
+    out = []
+    for i, group in enumerate(spec.node_groups):
+        kind = group.interconnect.type
+        path = f"node_groups[{i}].interconnect"
+        if kind == "efa" and spec.provider.type != "aws":
+            out.append(Finding("error", f"{path}.type", "efa is only available on the aws provider",
+                               "use infiniband or none"))
+        if kind != "none" and group.interconnect.nics == 0:
+            out.append(Finding("error", f"{path}.nics", f"0 NICs for a {kind} fabric",
+                               "set nics to the fabric NICs per node (e.g. 8 for 8x NDR)"))
+    if spec.certify.level != "quick" and not any(g.gpu for g in spec.node_groups):
+        out.append(Finding("warning", "certify.level", f"'{spec.certify.level}' runs GPU tests but no group has GPUs",
+                           "use level quick, or add gpu to a compute group"))
+    return out
+
+
+def check_ssh(spec: ClusterSpec) -> list[Finding]:
+    """A given key must exist; the sandbox always uses root and its own key."""
+    out = []
+    if spec.ssh.key_path is not None and not spec.ssh.key_path.expanduser().is_file():
+        out.append(Finding("error", "ssh.key_path", f"'{spec.ssh.key_path}' does not exist",
+                           "give the path of the private key, or omit key_path to use the generated cluster key"))
+    if spec.provider.type == "sandbox" and spec.ssh.user != "root":
+        out.append(Finding("warning", "ssh.user", f"'{spec.ssh.user}' is ignored by the sandbox",
+                           "sandbox nodes are reached as root"))
+    return out
+
+
+VALIDATORS: tuple[Validator, ...] = (
+    check_group_names, check_group_size, check_host_names, check_addresses, check_roles, check_gpus,
+    check_partitions, check_versions, check_filesystem, check_sandbox, check_interconnect, check_ssh,
+)
+
+
+def semantic_findings(spec: ClusterSpec, extra: tuple[Validator, ...] = ()) -> list[Finding]:
+    """Run every validator (plus the provider's own) and return all findings, errors first."""
+    findings = [f for check in (*VALIDATORS, *extra) for f in check(spec)]
+    return sorted(findings, key=lambda f: f.level != "error")

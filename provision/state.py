@@ -1,0 +1,120 @@
+"""A cluster's state directory: keys, known_hosts, inventory, run artifacts, provider state; all private."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from provision.errors import StateError
+
+ENV_STATE_DIR = "PROVISION_STATE_DIR"
+
+
+def state_root(configured: Path | None = None) -> Path:
+    """Where all clusters' state lives: the spec's state_dir, $PROVISION_STATE_DIR, or ~/.local/state."""
+    if configured is not None:
+        return configured.expanduser()
+    if os.environ.get(ENV_STATE_DIR):
+        return Path(os.environ[ENV_STATE_DIR]).expanduser()
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "gpu-provision"
+
+
+class ClusterState:
+    """The files one cluster owns under the state root; directories 0700, files 0600."""
+
+    def __init__(self, root: Path, cluster: str) -> None:
+        self.root = root
+        self.cluster = cluster
+        self.path = root / "clusters" / cluster
+
+    @property
+    def cache_dir(self) -> Path:
+        """Shared between clusters: the sandbox base image, downloads."""
+        return self.root / "cache"
+
+    @property
+    def ssh_key_path(self) -> Path:
+        """The per-cluster private key (the public key sits beside it with .pub)."""
+        return self.path / "ssh" / "id_ed25519"
+
+    @property
+    def known_hosts_path(self) -> Path:
+        """Host keys of every node, used by Ansible and preflight with checking on."""
+        return self.path / "ssh" / "known_hosts"
+
+    @property
+    def inventory_dir(self) -> Path:
+        """The rendered Ansible inventory."""
+        return self.path / "inventory"
+
+    @property
+    def runs_dir(self) -> Path:
+        """One artifacts directory per Ansible run."""
+        return self.path / "runs"
+
+    @property
+    def reports_dir(self) -> Path:
+        """Certification reports."""
+        return self.path / "reports"
+
+    def exists(self) -> bool:
+        """Whether anything was ever created for this cluster."""
+        return self.path.is_dir()
+
+    def ensure(self, sub: str = "") -> Path:
+        """Create the directory (or a subdirectory) with mode 0700 and return it."""
+        target = self.path / sub if sub else self.path
+        try:
+            target.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.chmod(target, 0o700)
+        except OSError as exc:
+            raise StateError(f"cannot create state directory {target} ({exc.strerror})",
+                             hint=f"set {ENV_STATE_DIR} to a writable directory") from exc
+        return target
+
+    def read(self, name: str) -> dict | None:
+        """Read a JSON state document; None if absent."""
+        file = self.path / f"{name}.json"
+        try:
+            return json.loads(file.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise StateError(f"state file {file} is unreadable ({exc})",
+                             hint="restore it from a backup or remove it and run `provision down`") from exc
+
+    def write(self, name: str, data: dict) -> Path:
+        """Write a JSON state document atomically with mode 0600, so a crash never leaves half a file."""
+        self.ensure()
+        return write_private(self.path / f"{name}.json", json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+    def remove(self, name: str) -> None:
+        """Forget a state document."""
+        (self.path / f"{name}.json").unlink(missing_ok=True)
+
+    def stage_done(self, stage: str) -> bool:
+        """Whether a stage of `up` finished before (for resuming)."""
+        return stage in (self.read("stages") or {}).get("done", [])
+
+    def mark_stage(self, stage: str, done: bool = True) -> None:
+        """Record that a stage of `up` finished, or forget it so it runs again."""
+        stages = set((self.read("stages") or {}).get("done", []))
+        stages = stages | {stage} if done else stages - {stage}
+        self.write("stages", {"done": sorted(stages)})
+
+
+def write_private(path: Path, text: str) -> Path:
+    """Write a file readable by its owner only, atomically (temp file + rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
