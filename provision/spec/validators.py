@@ -229,8 +229,8 @@ def check_filesystem(spec: ClusterSpec) -> list[Finding]:
     elif mount in _SYSTEM_PATHS or any(mount.startswith(p + "/") for p in _SYSTEM_PATHS if p not in ("/",)):
         out.append(Finding("error", "filesystem.mount_point", f"'{fs.mount_point}' is a system path",
                            "mount the shared filesystem at its own path, such as /shared"))
-    if fs.type == "glusterfs":
-        names = _names(spec) or []
+    names = _names(spec)
+    if fs.type == "glusterfs" and names is not None:
         storage = sum(len(n) for g, n in zip(spec.node_groups, names) if "storage" in g.roles)
         if storage == 0:
             out.append(Finding("error", "filesystem.type", "glusterfs needs nodes with the storage role",

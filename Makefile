@@ -1,0 +1,59 @@
+# gpu-provision: two commands on a fresh Debian 12 machine (as root): `make demo` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO_DIR := demo
+DEMO_SPEC := $(DEMO_DIR)/cluster.yaml
+export DEBIAN_FRONTEND := noninteractive
+
+# Debian packages: venv support, SSH client, the sandbox (namespaces, bridge, overlay, debootstrap,
+# apt proxy, tc), and headless Chromium for the HTML report test.
+APT_PACKAGES := python3-venv openssh-client iproute2 iputils-ping debootstrap apt-cacher-ng zstd \
+	ca-certificates chromium
+
+.PHONY: help deps venv test demo demo-down lint clean examples
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+deps:  ## install the Debian packages the tool and its tests need (root)
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:" $$missing; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+venv: $(BIN)/.installed  ## create .venv with the package and its test extras
+
+test: deps venv  ## run the whole test suite (unit, moto, sandbox end-to-end)
+	$(BIN)/pytest
+
+demo: deps venv  ## bring up the sandbox cluster, deploy Slurm, certify it, print the report
+	mkdir -p $(DEMO_DIR)
+	test -f $(DEMO_SPEC) || $(BIN)/provision init --provider sandbox -o $(DEMO_SPEC)
+	$(BIN)/provision validate $(DEMO_SPEC)
+	$(BIN)/provision up $(DEMO_SPEC)
+	$(BIN)/provision status $(DEMO_SPEC)
+	$(BIN)/provision inventory $(DEMO_SPEC) -o $(DEMO_DIR)/inventory
+
+demo-down:  ## remove the demo cluster
+	$(BIN)/provision down $(DEMO_SPEC)
+
+lint: venv  ## ansible-lint the roles
+	$(BIN)/ansible-lint playbooks/
+
+clean:  ## remove the venv and build outputs (not cluster state)
+	rm -rf $(VENV) build dist *.egg-info
+
+examples: venv  ## re-render the example inventories under inventories/ (golden files)
+	for spec in inventories/*.yaml; do \
+		PROVISION_STATE_DIR=/var/lib/gpu-provision $(BIN)/provision inventory $$spec -o $${spec%.yaml} >/dev/null; \
+	done

@@ -1,0 +1,1 @@
+"""The `provision` command line: thin wrappers that call the library and render its records."""

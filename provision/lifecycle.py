@@ -1,0 +1,99 @@
+"""The cluster lifecycle as library calls: plan, up (resumable stages), status, down."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from provision import inventory
+from provision.providers import get_provider
+from provision.providers.base import Plan, Progress, Provider, Teardown, silent
+from provision.records import ClusterInfo
+from provision.spec.model import ClusterSpec
+from provision.spec.topology import planned_nodes
+
+STAGES = ("nodes", "inventory", "preflight", "deploy", "certify")
+
+
+def planned_cluster(spec: ClusterSpec) -> ClusterInfo:
+    """The cluster as the spec describes it, before any node exists."""
+    provider = get_provider(spec)
+    key = spec.ssh.key_path.expanduser() if spec.ssh.key_path else provider.state.ssh_key_path
+    return ClusterInfo(name=spec.name, provider=spec.provider.type, nodes=tuple(planned_nodes(spec)),
+                       ssh_user="root" if spec.provider.type == "sandbox" else spec.ssh.user,
+                       ssh_key_path=key, known_hosts_path=provider.state.known_hosts_path,
+                       sandbox=spec.provider.type == "sandbox")
+
+
+def current_cluster(spec: ClusterSpec) -> ClusterInfo:
+    """The live cluster if it was created, else the planned one."""
+    provider = get_provider(spec)
+    return provider.describe() if provider.state.exists() else planned_cluster(spec)
+
+
+def plan(spec: ClusterSpec) -> Plan:
+    """What `up` would create; no side effects."""
+    return get_provider(spec).plan()
+
+
+@dataclass
+class UpOptions:
+    """Which stages `up` runs, and how."""
+
+    redo: tuple[str, ...] = ()  # stages to run again even if done
+    skip: tuple[str, ...] = ()  # stages not to run at all
+
+
+@dataclass
+class UpResult:
+    """What `up` did, stage by stage."""
+
+    cluster: ClusterInfo
+    ran: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    outcomes: dict[str, object] = field(default_factory=dict)
+
+
+StageRunner = Callable[[ClusterSpec, ClusterInfo, Progress], object]
+
+
+def _ensure_nodes(spec: ClusterSpec, provider: Provider, progress: Progress) -> ClusterInfo:
+    """Create the nodes (the provider is idempotent, so this always runs) and write the inventory."""
+    provider.check_environment()
+    cluster = provider.create(progress)
+    provider.state.mark_stage("nodes")
+    inventory.write(spec, cluster, provider.state.inventory_dir)
+    provider.state.mark_stage("inventory")
+    return cluster
+
+
+def up(spec: ClusterSpec, later_stages: dict[str, StageRunner], options: UpOptions = UpOptions(),
+       progress: Progress = silent) -> UpResult:
+    """Bring the cluster up; each later stage that finished before is not redone unless asked."""
+    provider = get_provider(spec)
+    for stage in options.redo:
+        provider.state.mark_stage(stage, done=False)
+    cluster = _ensure_nodes(spec, provider, progress)
+    result = UpResult(cluster, ran=["nodes", "inventory"])
+    for stage, runner in later_stages.items():
+        if stage in options.skip or provider.state.stage_done(stage):
+            result.skipped.append(stage)
+            continue
+        progress(f"stage {stage}")
+        result.outcomes[stage] = runner(spec, cluster, progress)
+        provider.state.mark_stage(stage)
+        result.ran.append(stage)
+    return result
+
+
+def down(spec: ClusterSpec, progress: Progress = silent) -> Teardown:
+    """Remove everything the provider made; the stages are forgotten so a later `up` redoes them."""
+    provider = get_provider(spec)
+    teardown = provider.destroy(progress)
+    if provider.state.exists():
+        provider.state.remove("stages")
+    return teardown
+
+
+def status(spec: ClusterSpec) -> ClusterInfo:
+    """The cluster's nodes and their live state."""
+    return current_cluster(spec)

@@ -1,0 +1,227 @@
+"""Every semantic validator, table-driven: (change to a valid spec, the exact finding it must give)."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from provision.spec.model import ClusterSpec
+from provision.spec.validators import VALIDATORS, semantic_findings
+
+BASE = {
+    "name": "demo",
+    "provider": {"type": "static", "subnet": "10.0.0.0/24"},
+    "node_groups": [
+        {"name": "head", "roles": ["controller"], "hosts": "head01", "addresses": ["10.0.0.10"]},
+        {"name": "gpu", "roles": ["compute"], "hosts": "gpu[01-02]", "addresses": "10.0.0.[11-12]",
+         "gpu": {"model": "H100-SXM", "count": 8}},
+        {"name": "fs", "roles": ["storage"], "hosts": "fs[01-02]", "addresses": "10.0.0.[21-22]"},
+    ],
+    "filesystem": {"type": "glusterfs", "replica": 2},
+}
+
+
+def _spec(change) -> ClusterSpec:
+    data = copy.deepcopy(BASE)
+    change(data)
+    return ClusterSpec.model_validate(data)
+
+
+def _set(path: str, value):
+    """A change that sets data[path] (dotted, with list indexes) to value."""
+    def change(data):
+        keys = [int(k) if k.isdigit() else k for k in path.split(".")]
+        node = data
+        for key in keys[:-1]:
+            node = node[key] if isinstance(key, int) else node.setdefault(key, {})
+        node[keys[-1]] = value
+    return change
+
+
+def test_base_spec_has_no_findings():
+    assert semantic_findings(_spec(lambda d: None)) == []
+
+
+CASES = [
+    ("group without count or hosts",
+     _set("node_groups.2.hosts", None),
+     "error: node_groups[2]: group 'fs' has neither count nor hosts; add count: N or hosts: name[01-N]"),
+    ("count disagrees with hosts",
+     _set("node_groups.1.count", 3),
+     "error: node_groups[1].count: 3 does not match the 2 names in hosts 'gpu[01-02]'; "
+     "drop count or make it equal to the number of hosts"),
+    ("fewer addresses than hosts",
+     _set("node_groups.1.addresses", ["10.0.0.11"]),
+     "error: node_groups[1].addresses: 1 addresses for 2 hosts; give one address per host, in the order of hosts"),
+    ("unreadable hostlist",
+     _set("node_groups.1.hosts", "gpu[02-01"),
+     "error: node_groups[1].hosts: 'gpu[02-01' is not a valid hostlist expression (missing bracket: \"gpu[02-01\"); "
+     "write names such as gpu[01-16] or node1,node2"),
+    ("invalid host name",
+     _set("node_groups.0.hosts", "Head_01"),
+     "error: node_groups[0].hosts: 'Head_01' is not a valid host name; "
+     "use lower-case letters, digits and '-', starting with a letter"),
+    ("duplicate host name",
+     _set("node_groups.2.hosts", "gpu[01-02]"),
+     "error: node_groups[2]: host name 'gpu01' is also in node_groups[1]; give every host a unique name"),
+    ("duplicate group name",
+     _set("node_groups.2.name", "gpu"),
+     "error: node_groups[1].name: 'gpu' names more than one group; give every node group its own name"),
+    ("address not an IP",
+     _set("node_groups.0.addresses", ["10.0.0.300"]),
+     "error: node_groups[0].addresses: '10.0.0.300' is not an IP address; use a dotted quad such as 10.0.0.12"),
+    ("address is IPv6",
+     _set("node_groups.0.addresses", ["fd00::1"]),
+     "error: node_groups[0].addresses: 'fd00::1' is IPv6; use an IPv4 address"),
+    ("address outside subnet",
+     _set("node_groups.0.addresses", ["10.1.0.10"]),
+     "error: node_groups[0].addresses: '10.1.0.10' is outside the declared subnet 10.0.0.0/24; "
+     "use an address in 10.0.0.0/24 or widen provider.subnet"),
+    ("duplicate address",
+     _set("node_groups.0.addresses", ["10.0.0.11"]),
+     "error: node_groups[1].addresses: address '10.0.0.11' is also used by group 'head'; "
+     "give every host its own address"),
+    ("static host without address",
+     _set("node_groups.0.addresses", None),
+     "error: node_groups[0].addresses: static group 'head' has no addresses; "
+     "list one address per host, e.g. addresses: 10.0.0.[11-14]"),
+    ("sandbox with addresses",
+     lambda d: d.update(provider={"type": "sandbox"}),
+     "error: node_groups[0].addresses: the sandbox provider assigns addresses itself; "
+     "remove addresses, or use provider type static"),
+    ("two controllers",
+     _set("node_groups.2.roles", ["controller", "storage"]),
+     "error: node_groups: 3 controller nodes; give exactly one node the controller role "
+     "(a group with roles: [controller], count: 1)"),
+    ("no controller",
+     _set("node_groups.0.roles", ["login"]),
+     "error: node_groups: 0 controller nodes; give exactly one node the controller role "
+     "(a group with roles: [controller], count: 1)"),
+    ("no compute group",
+     _set("node_groups.1.roles", ["login"]),
+     "error: node_groups: no group has the compute role; add a group with roles: [compute]"),
+    ("repeated role",
+     _set("node_groups.2.roles", ["storage", "storage"]),
+     "error: node_groups[2].roles: ['storage', 'storage'] repeats a role; list each role once"),
+    ("GPUs on a non-compute group",
+     _set("node_groups.2.gpu", {"model": "L40S", "count": 2}),
+     "error: node_groups[2].gpu: group 'fs' has GPUs but not the compute role; "
+     "add compute to roles, or move the GPUs to a compute group"),
+    ("unknown GPU model, close to a known one",
+     _set("node_groups.1.gpu.model", "H100-SMX"),
+     "error: node_groups[1].gpu.model: 'H100-SMX' is not a known GPU model; did you mean 'H100-SXM'?"),
+    ("unknown GPU model, nothing close",
+     _set("node_groups.1.gpu.model", "Voodoo5"),
+     "error: node_groups[1].gpu.model: 'Voodoo5' is not a known GPU model; use one of H100-SXM, H100-PCIe, "
+     "H200-SXM, A100-SXM-80GB, A100-SXM-40GB, A100-PCIe, L40S, L4, A10G"),
+    ("driver branch too old for the GPU",
+     lambda d: (_set("node_groups.1.gpu.model", "H200-SXM")(d),
+                d.update(software={"nvidia_driver": {"branch": 535}, "cuda": {"versions": ["12.2"]},
+                                   "nccl": {"version": "2.19.3"}})),
+     "error: software.nvidia_driver.branch: 535 does not support H200-SXM; use branch 550 or newer"),
+    ("partition mixing GPU models",
+     lambda d: d["node_groups"].append({"name": "l40s", "roles": ["compute"], "hosts": "l40s01",
+                                        "addresses": ["10.0.0.31"], "gpu": {"model": "L40S", "count": 4},
+                                        "partition": "gpu"}),
+     "error: node_groups: partition 'gpu' mixes H100-SXM, L40S; give heterogeneous groups separate partitions"),
+    ("two default partitions",
+     lambda d: (_set("node_groups.1.default_partition", True)(d),
+                d["node_groups"].append({"name": "cpu", "roles": ["compute"], "hosts": "cpu01",
+                                         "addresses": ["10.0.0.41"], "default_partition": True})),
+     "error: node_groups[3].default_partition: groups [1, 3] all claim the default partition; "
+     "set default_partition on one group"),
+    ("unknown driver branch",
+     _set("software", {"nvidia_driver": {"branch": 999}}),
+     "error: software.nvidia_driver.branch: 999 is not a known driver branch; use one of 470, 525, 530, 535, 545, "
+     "550, 555, 560, 565, 570, 575, 580"),
+    ("CUDA too new for the driver branch",
+     _set("software", {"nvidia_driver": {"branch": 535}, "cuda": {"versions": ["12.4"]}}),
+     "error: software.cuda.versions[0]: CUDA 12.4 is too new for driver branch 535 (supports up to 12.2); "
+     "use driver branch 550 or newer, or CUDA 12.2 or older"),
+    ("CUDA default not among versions",
+     _set("software", {"cuda": {"versions": ["12.4", "12.8"], "default": "12.6"}}),
+     "error: software.cuda.default: '12.6' is not in cuda.versions ['12.4', '12.8']; add it to versions or pick one of them"),
+    ("NCCL without a build for the CUDA",
+     _set("software", {"nccl": {"version": "2.12.12"}}),
+     "error: software.nccl.version: NCCL 2.12.12 has no build for CUDA 12.8; "
+     "use an NCCL release built for CUDA 12 (2.16-2.27)"),
+    ("slurm repository without URL",
+     _set("software", {"slurm": {"source": "repository"}}),
+     "error: software.slurm.repository_url: is missing while source is 'repository'; "
+     "set repository_url to the site's Slurm APT repository, or use source: distribution"),
+    ("relative mount point",
+     _set("filesystem.mount_point", "shared"),
+     "error: filesystem.mount_point: 'shared' is not an absolute path; use a path such as /shared"),
+    ("mount point under a system path",
+     _set("filesystem.mount_point", "/usr/shared"),
+     "error: filesystem.mount_point: '/usr/shared' is a system path; "
+     "mount the shared filesystem at its own path, such as /shared"),
+    ("glusterfs without storage nodes",
+     _set("node_groups.2.roles", ["login"]),
+     "error: filesystem.type: glusterfs needs nodes with the storage role; add a group with roles: [storage]"),
+    ("replica above storage nodes",
+     _set("filesystem.replica", 3),
+     "error: filesystem.replica: 3 is more than the 2 storage nodes; use a replica count of at most 2"),
+    ("lustre client without a server",
+     _set("filesystem", {"type": "lustre"}),
+     "error: filesystem.server: lustre needs the server to mount from; "
+     "set filesystem.server (Lustre MGS or FSx DNS name, BeeGFS management host, NFS server)"),
+    ("public sandbox subnet",
+     lambda d: (d.update(provider={"type": "sandbox", "subnet": "8.8.8.0/24"}),
+                [g.pop("addresses") for g in d["node_groups"]]),
+     "error: provider.subnet: 8.8.8.0/24 is not a private range; use a private range such as 10.99.0.0/24"),
+    ("sandbox subnet too small",
+     lambda d: (d.update(provider={"type": "sandbox", "subnet": "10.99.0.0/29"}),
+                [g.pop("addresses") for g in d["node_groups"]]),
+     "error: provider.subnet: 10.99.0.0/29 holds 0 nodes, the spec has 5; use a larger subnet, e.g. a /22"),
+    ("efa outside aws",
+     _set("node_groups.1.interconnect", {"type": "efa", "nics": 32}),
+     "error: node_groups[1].interconnect.type: efa is only available on the aws provider; use infiniband or none"),
+    ("fabric without NICs",
+     _set("node_groups.1.interconnect", {"type": "infiniband"}),
+     "error: node_groups[1].interconnect.nics: 0 NICs for a infiniband fabric; "
+     "set nics to the fabric NICs per node (e.g. 8 for 8x NDR)"),
+    ("GPU certify level without GPUs",
+     lambda d: (d["node_groups"][1].pop("gpu"), d.update(certify={"level": "standard"})),
+     "warning: certify.level: 'standard' runs GPU tests but no group has GPUs; "
+     "use level quick, or add gpu to a compute group"),
+    ("missing key file",
+     _set("ssh", {"key_path": "/nonexistent/id_ed25519"}),
+     "error: ssh.key_path: '/nonexistent/id_ed25519' does not exist; "
+     "give the path of the private key, or omit key_path to use the generated cluster key"),
+    ("sandbox with another user",
+     lambda d: (d.update(provider={"type": "sandbox"}, ssh={"user": "admin"}),
+                [g.pop("addresses") for g in d["node_groups"]]),
+     "warning: ssh.user: 'admin' is ignored by the sandbox; sandbox nodes are reached as root"),
+]
+
+
+@pytest.mark.parametrize("change, expected", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_validator_reports_exact_message(change, expected):
+    rendered = [f.render() for f in semantic_findings(_spec(change))]
+    assert expected in rendered, rendered
+
+
+def test_every_validator_is_exercised_by_a_case():
+    fired = set()
+    for _, change, _ in CASES:
+        spec = _spec(change)
+        fired |= {check.__name__ for check in VALIDATORS if check(spec)}
+    assert fired == {check.__name__ for check in VALIDATORS}
+
+
+def test_all_findings_are_reported_together():
+    def many(d):
+        _set("node_groups.1.gpu.model", "H100-SMX")(d)
+        _set("filesystem.mount_point", "/etc/x")(d)
+        _set("node_groups.0.addresses", ["10.9.9.9"])(d)
+    assert len(semantic_findings(_spec(many))) == 3
+
+
+def test_errors_sort_before_warnings():
+    def change(d):
+        d["node_groups"][1].pop("gpu")
+        d.update(certify={"level": "full"})
+        d["filesystem"]["replica"] = 5
+    levels = [f.level for f in semantic_findings(_spec(change))]
+    assert levels == sorted(levels, key=lambda level: level != "error") and "warning" in levels

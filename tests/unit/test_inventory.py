@@ -1,0 +1,96 @@
+"""Inventory rendering: golden files, acceptance by the real ansible-inventory, hostlist-compressed Slurm lines."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from provision import inventory, lifecycle, slurm_layout
+from provision.records import ClusterInfo, NodeInfo
+from provision.spec import load_spec
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted((REPO / "inventories").glob("*.yaml"))
+ANSIBLE_INVENTORY = Path(sys.executable).parent / "ansible-inventory"
+
+
+@pytest.fixture(autouse=True)
+def _fixed_state_root(monkeypatch):
+    monkeypatch.setenv("PROVISION_STATE_DIR", "/var/lib/gpu-provision")
+
+
+@pytest.mark.parametrize("spec_path", EXAMPLES, ids=lambda p: p.stem)
+def test_example_inventory_matches_golden_files(spec_path):
+    spec = load_spec(spec_path)
+    rendered = inventory.render(spec, lifecycle.planned_cluster(spec))
+    golden_dir = spec_path.with_suffix("")
+    for relative, text in rendered.items():
+        assert (golden_dir / relative).read_text() == text, f"re-render with `make examples`: {relative}"
+
+
+@pytest.mark.parametrize("spec_path", EXAMPLES, ids=lambda p: p.stem)
+def test_ansible_inventory_puts_every_host_in_its_groups(spec_path):
+    spec = load_spec(spec_path)
+    cluster = lifecycle.planned_cluster(spec)
+    result = subprocess.run([str(ANSIBLE_INVENTORY), "-i", str(spec_path.with_suffix("")), "--list"],
+                            capture_output=True, text=True, check=True, timeout=120)
+    listing = json.loads(result.stdout)
+    for node in cluster.nodes:
+        for role in node.roles:
+            assert node.name in listing[role]["hosts"], (node.name, role)
+        assert node.name in listing[f"nodegroup_{node.group}"]["hosts"]
+        assert (node.name in listing.get("gpu", {}).get("hosts", [])) == bool(node.gpu_count)
+        host_vars = listing["_meta"]["hostvars"][node.name]
+        assert host_vars.get("ansible_host") == node.address
+        assert host_vars["cluster_name"] == spec.name
+
+
+def test_inventory_vars_carry_the_software_settings():
+    spec = load_spec(REPO / "inventories" / "onprem.yaml")
+    text = inventory.render(spec, lifecycle.planned_cluster(spec))["group_vars/all/cluster.yml"]
+    data = yaml.safe_load(text)
+    assert data["nvidia_driver_branch"] == spec.software.nvidia_driver.branch
+    assert data["cuda_versions"] == ["12.4", "12.8"] and data["cuda_default_version"] == "12.8"
+    assert data["filesystem_type"] == "glusterfs" and data["slurm_controller_host"] == "head01"
+    assert {p["name"] for p in data["slurm_partitions"]} == {"h100", "l40s"}
+
+
+def _nodes(count: int, **kwargs) -> tuple[NodeInfo, ...]:
+    return tuple(NodeInfo(name=f"gpu{i:05d}", group="gpu", roles=("compute",), partition="gpu", **kwargs)
+                 for i in range(1, count + 1))
+
+
+def _cluster(nodes) -> ClusterInfo:
+    ctl = NodeInfo(name="ctl01", group="ctl", roles=("controller",))
+    return ClusterInfo(name="big", provider="static", nodes=(ctl, *nodes))
+
+
+def test_ten_thousand_identical_nodes_give_one_nodename_line():
+    cluster = _cluster(_nodes(10_000, gpu_model="H100-SXM", gpu_count=8))
+    entries = slurm_layout.node_entries(cluster)
+    assert entries == [{"names": "gpu[00001-10000]", "gres": "gpu:h100:8", "features": "h100-sxm"}]
+    assert slurm_layout.partition_entries(cluster) == [{"name": "gpu", "nodes": "gpu[00001-10000]", "default": True}]
+
+
+def test_different_hardware_gives_separate_nodename_lines():
+    h100 = _nodes(4, gpu_model="H100-SXM", gpu_count=8)
+    l40s = tuple(NodeInfo(name=f"l40s{i}", group="l40s", roles=("compute",), partition="l40s", gpu_model="L40S",
+                          gpu_count=4, default_partition=True) for i in range(1, 3))
+    cluster = _cluster(h100 + l40s)
+    assert [e["names"] for e in slurm_layout.node_entries(cluster)] == ["gpu[00001-00004]", "l40s[1-2]"]
+    partitions = slurm_layout.partition_entries(cluster)
+    assert [(p["name"], p["default"]) for p in partitions] == [("gpu", False), ("l40s", True)]
+    assert slurm_layout.gres_nodes(cluster) == [{"names": "gpu[00001-00004]", "type": "h100", "count": 8},
+                                                {"names": "l40s[1-2]", "type": "l40s", "count": 4}]
+
+
+def test_inventory_is_written_private(tmp_path):
+    spec = load_spec(REPO / "inventories" / "sandbox.yaml")
+    for path in inventory.write(spec, lifecycle.planned_cluster(spec), tmp_path / "inv"):
+        assert path.stat().st_mode & 0o777 == 0o600
+    assert os.stat(tmp_path / "inv").st_mode & 0o777 == 0o700
