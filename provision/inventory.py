@@ -5,6 +5,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from provision import slurm_layout
+from provision.deploy import secrets
+from provision.providers import cluster_state
 from provision.errors import UsageError
 from provision.records import ClusterInfo
 from provision.spec.model import ROLES, ClusterSpec
@@ -47,6 +49,8 @@ def render(spec: ClusterSpec, cluster: ClusterInfo) -> dict[str, str]:
         "controller": cluster.controller.name,
         "slurm_nodes": slurm_layout.node_entries(cluster),
         "slurm_partitions": slurm_layout.partition_entries(cluster),
+        "munge_key_file": str(secrets.munge_key_path(cluster_state(spec))),
+        "db_password_file": str(secrets.db_password_path(cluster_state(spec))),
     }
     cluster_vars = env.get_template("inventory/cluster.yml.j2").render(**context)
     return {"hosts.yml": hosts, "group_vars/all/cluster.yml": cluster_vars}

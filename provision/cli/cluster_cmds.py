@@ -72,7 +72,7 @@ def up(
     json_out: JsonOpt = False,
 ) -> None:
     """Create the nodes, render the inventory, then preflight, deploy and certify (resumable)."""
-    from provision.pipeline import later_stages
+    from provision.cli.stages import later_stages  # deferred: stages import the deploy command
 
     skip = tuple(s for s, off in (("preflight", skip_preflight), ("certify", skip_certify)) if off)
     result = lifecycle.up(load_spec(spec), later_stages(quiet=quiet or json_out),

@@ -1,0 +1,100 @@
+"""Turn ansible-runner's event stream into live progress and per-host results (pure, no I/O)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from provision.deploy.records import HostResult
+
+_STAT_KEYS = {"ok": "ok", "changed": "changed", "failures": "failed", "dark": "unreachable", "skipped": "skipped"}
+
+
+@dataclass
+class Progress:
+    """What a live view shows: the current play and task, and each host's latest state."""
+
+    play: str = ""
+    task: str = ""
+    host_state: dict[str, str] = field(default_factory=dict)
+    tasks_done: int = 0
+
+
+OnUpdate = Callable[[Progress], None]
+
+
+class EventTracker:
+    """Consumes runner events; keeps progress and the failure details the recap needs."""
+
+    def __init__(self, on_update: OnUpdate | None = None) -> None:
+        self.progress = Progress()
+        self.hosts: dict[str, HostResult] = {}
+        self.stats_seen = False
+        self._on_update = on_update
+
+    def __call__(self, event: dict) -> bool:
+        """ansible-runner event_handler: record the event; True keeps it in the artifacts."""
+        handler = getattr(self, f"_on_{event.get('event', '')}", None)
+        if handler:
+            handler(event.get("event_data", {}))
+            if self._on_update:
+                self._on_update(self.progress)
+        return True
+
+    def _host(self, name: str) -> HostResult:
+        return self.hosts.setdefault(name, HostResult(host=name))
+
+    def _on_playbook_on_play_start(self, data: dict) -> None:
+        self.progress.play = data.get("play", "")
+
+    def _on_playbook_on_task_start(self, data: dict) -> None:
+        self.progress.task = data.get("task", "")
+        self.progress.tasks_done += 1
+
+    def _on_runner_on_ok(self, data: dict) -> None:
+        host = data.get("host", "")
+        changed = bool((data.get("res") or {}).get("changed"))
+        self.progress.host_state[host] = "changed" if changed else "ok"
+        if changed:
+            self._host(host).changed_tasks.append(data.get("task", ""))
+
+    def _on_runner_on_failed(self, data: dict) -> None:
+        if data.get("ignore_errors"):
+            return
+        self._record_failure(data, "failed")
+
+    def _on_runner_on_unreachable(self, data: dict) -> None:
+        self._record_failure(data, "unreachable")
+
+    def _on_runner_on_skipped(self, data: dict) -> None:
+        self.progress.host_state.setdefault(data.get("host", ""), "ok")
+
+    def _record_failure(self, data: dict, kind: str) -> None:
+        """Keep the first failing task on a host and its message (one line)."""
+        host = self._host(data.get("host", ""))
+        self.progress.host_state[host.host] = kind
+        if host.failed_task is None:
+            host.failed_task = data.get("task", "")
+            host.message = failure_message(data.get("res") or {})
+
+    def _on_playbook_on_stats(self, data: dict) -> None:
+        self.stats_seen = True
+        for stat, attr in _STAT_KEYS.items():
+            for host, count in (data.get(stat) or {}).items():
+                setattr(self._host(host), attr, count)
+
+    def results(self) -> list[HostResult]:
+        """Per-host results sorted by name."""
+        return [self.hosts[name] for name in sorted(self.hosts)]
+
+
+def failure_message(res: dict) -> str:
+    """The most useful single line of a failed task's result."""
+    if res.get("censored"):
+        return "output hidden (no_log); see the role's validate messages"
+    for key in ("msg", "stderr", "module_stderr", "stdout"):
+        text = res.get(key)
+        if text:
+            lines = [line for line in str(text).strip().splitlines() if line.strip()]
+            if lines:
+                return lines[-1][:400] if key != "msg" else " ".join(lines)[:400]
+    return "failed without a message"

@@ -1,0 +1,42 @@
+"""Cluster secrets (munge key, accounting database password): made once, kept 0400 in state, never printed."""
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from provision.state import ClusterState
+
+MUNGE_KEY_BYTES = 1024
+
+
+def secrets_dir(state: ClusterState) -> Path:
+    """Where the cluster's secrets live (inside the 0700 state directory)."""
+    return state.path / "secrets"
+
+
+def munge_key_path(state: ClusterState) -> Path:
+    """The munge key file that the munge role copies to every node."""
+    return secrets_dir(state) / "munge.key"
+
+
+def db_password_path(state: ClusterState) -> Path:
+    """The slurmdbd database password file."""
+    return secrets_dir(state) / "slurmdbd.password"
+
+
+def _create_once(path: Path, content: bytes) -> None:
+    """Write a secret with mode 0400 unless it exists (atomic: O_EXCL)."""
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(content)
+
+
+def ensure_secrets(state: ClusterState) -> None:
+    """Create the munge key and the database password the first time a cluster is deployed."""
+    state.ensure()
+    _create_once(munge_key_path(state), secrets.token_bytes(MUNGE_KEY_BYTES))
+    _create_once(db_password_path(state), secrets.token_urlsafe(24).encode())
