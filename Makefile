@@ -42,7 +42,7 @@ demo: deps venv  ## bring up the sandbox cluster, deploy Slurm, certify it, prin
 	$(BIN)/provision validate $(DEMO_SPEC)
 	$(BIN)/provision up $(DEMO_SPEC)
 	$(BIN)/provision status $(DEMO_SPEC)
-	$(BIN)/provision inventory $(DEMO_SPEC) -o $(DEMO_DIR)/inventory
+	$(BIN)/provision exec $(DEMO_SPEC) -- sinfo
 
 demo-down:  ## remove the demo cluster
 	$(BIN)/provision down $(DEMO_SPEC)

@@ -82,3 +82,19 @@ def up(
         return
     out.print(f"cluster {result.cluster.name}: {len(result.cluster.nodes)} nodes up; "
               f"ran {', '.join(result.ran)}" + (f"; skipped {', '.join(result.skipped)}" if result.skipped else ""))
+
+
+def exec_(
+    spec: SpecArg,
+    command: Annotated[list[str], typer.Argument(help="the command and its arguments (after --)")],
+    node: Annotated[str | None, typer.Option("--node", "-n", help="node name (default: the controller)")] = None,
+) -> None:
+    """Run a command on a node over SSH (host key verified) and pass through its output and exit code."""
+    from provision.remote import pick_node, run_on
+
+    cluster = lifecycle.current_cluster(load_spec(spec))
+    result = run_on(cluster, pick_node(cluster, node), " ".join(command))
+    typer.echo(result.stdout, nl=False)
+    if result.stderr:
+        typer.echo(result.stderr, nl=False, err=True)
+    raise typer.Exit(result.rc)

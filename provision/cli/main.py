@@ -8,7 +8,7 @@ import typer
 from typer.exceptions import TyperException
 
 from provision import __version__
-from provision.cli import cluster_cmds, deploy_cmd, spec_cmds
+from provision.cli import cluster_cmds, deploy_cmd, preflight_cmd, spec_cmds
 from provision.cli.output import err, print_findings, out
 from provision.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ProvisionError, SpecError
 
@@ -37,9 +37,11 @@ app.command()(spec_cmds.validate)
 app.command()(spec_cmds.inventory)
 app.command()(cluster_cmds.plan)
 app.command()(cluster_cmds.up)
+app.command()(preflight_cmd.preflight)
 app.command()(deploy_cmd.deploy)
 app.command()(cluster_cmds.status)
 app.command()(cluster_cmds.down)
+app.command("exec")(cluster_cmds.exec_)
 
 
 def _report(exc: ProvisionError) -> int:

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from provision.cli.deploy_cmd import run_with_view
 from provision.deploy.engine import DeployOptions
-from provision.errors import DeployError
+from provision.cli.preflight_cmd import render as render_preflight
+from provision.errors import DeployError, PreflightError
+from provision.preflight import run_preflight
 from provision.lifecycle import StageRunner
 from provision.providers.base import Progress
 from provision.records import ClusterInfo
@@ -21,6 +23,17 @@ def _deploy_stage(quiet: bool) -> StageRunner:
     return run
 
 
+def _preflight_stage(spec: ClusterSpec, cluster: ClusterInfo, progress: Progress) -> object:
+    """Check every node; a failing node stops `up` with the table."""
+    report = run_preflight(cluster)
+    if report.failed_nodes:
+        render_preflight(report)
+        raise PreflightError(f"preflight failed on {', '.join(report.failed_nodes)}",
+                             hint="fix the nodes, or pass --skip-preflight")
+    progress(f"preflight passed on {len(report.nodes)} nodes in {report.elapsed_s:.1f} s")
+    return report
+
+
 def later_stages(quiet: bool = False) -> dict[str, StageRunner]:
     """Stage name -> runner, in the order `up` runs them."""
-    return {"deploy": _deploy_stage(quiet)}
+    return {"preflight": _preflight_stage, "deploy": _deploy_stage(quiet)}

@@ -1,0 +1,101 @@
+"""The one place paramiko is used: connect with host-key checking on, run commands, one message per failure."""
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+import paramiko
+
+from provision.errors import ConnectionFailure
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    """Where and how to log in to one node."""
+
+    host: str  # address or resolvable name
+    port: int
+    user: str
+    key_path: Path
+    known_hosts_path: Path
+
+
+class _RecordNewHostKey(paramiko.MissingHostKeyPolicy):
+    """First contact: accept the key and append it to our known_hosts (only with --accept-new-host-keys)."""
+
+    def __init__(self, known_hosts_path: Path) -> None:
+        self._path = known_hosts_path
+
+    def missing_host_key(self, client, hostname, key) -> None:
+        client.get_host_keys().add(hostname, key.get_name(), key)
+        self._path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with self._path.open("a") as handle:
+            handle.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+        self._path.chmod(0o600)
+
+
+def _known_name(target: SshTarget) -> str:
+    """The name known_hosts uses: host, or [host]:port for a non-standard port."""
+    return target.host if target.port == 22 else f"[{target.host}]:{target.port}"
+
+
+def _load_key(path: Path) -> paramiko.PKey:
+    """Load the private key, naming the file (never its content) on failure."""
+    try:
+        return paramiko.PKey.from_path(str(path))
+    except (OSError, paramiko.SSHException) as exc:
+        raise ConnectionFailure(f"cannot read private key {path} ({exc.__class__.__name__})",
+                                hint="check ssh.key_path and that the key is not passphrase-protected") from None
+
+
+def connect(target: SshTarget, accept_new_host_keys: bool = False, timeout: float = 10.0) -> paramiko.SSHClient:
+    """Open an authenticated session; every failure becomes a ConnectionFailure with one clear message."""
+    client = paramiko.SSHClient()
+    if target.known_hosts_path.exists():
+        client.load_host_keys(str(target.known_hosts_path))
+    client.set_missing_host_key_policy(
+        _RecordNewHostKey(target.known_hosts_path) if accept_new_host_keys else paramiko.RejectPolicy())
+    try:
+        client.connect(target.host, port=target.port, username=target.user, pkey=_load_key(target.key_path),
+                       timeout=timeout, banner_timeout=timeout, auth_timeout=timeout,
+                       allow_agent=False, look_for_keys=False)
+    except BaseException as exc:
+        client.close()
+        raise _translate(exc, target) from None
+    return client
+
+
+def _translate(exc: BaseException, target: SshTarget) -> ConnectionFailure:
+    """Map socket and paramiko exceptions to one message each."""
+    where = f"{target.host}:{target.port}"
+    if isinstance(exc, ConnectionFailure):
+        return exc
+    if isinstance(exc, socket.gaierror):
+        return ConnectionFailure(f"{target.host}: name does not resolve", hint="check DNS or /etc/hosts, or use an address")
+    if isinstance(exc, ConnectionRefusedError):
+        return ConnectionFailure(f"{where}: connection refused", hint="is sshd running and listening on that port?")
+    if isinstance(exc, (socket.timeout, TimeoutError)) or "timed out" in str(exc):
+        return ConnectionFailure(f"{where}: timed out", hint="is the node up and reachable (routing, firewall)?")
+    if isinstance(exc, paramiko.BadHostKeyException):
+        return ConnectionFailure(f"{where}: host key changed (possible man-in-the-middle, or the node was reinstalled)",
+                                 hint=f"if the change is expected: ssh-keygen -f {target.known_hosts_path} -R "
+                                      f"{_known_name(target)}")
+    if isinstance(exc, paramiko.AuthenticationException):
+        return ConnectionFailure(f"{where}: authentication failed for user {target.user}",
+                                 hint=f"is the public key of {target.key_path} in the node's authorized_keys?")
+    if isinstance(exc, paramiko.SSHException) and "not found in known_hosts" in str(exc):
+        return ConnectionFailure(f"{where}: host key unknown (first contact)",
+                                 hint="verify the node, then rerun with --accept-new-host-keys to record it")
+    if isinstance(exc, OSError):
+        return ConnectionFailure(f"{where}: {exc.strerror or exc}", hint="check the node's network")
+    return ConnectionFailure(f"{where}: SSH failed ({exc.__class__.__name__})", hint="rerun with --debug")
+
+
+
+def run(client: paramiko.SSHClient, command: str, timeout: float = 60.0) -> tuple[int, str, str]:
+    """Run a command and return (exit status, stdout, stderr)."""
+    _, stdout, stderr = client.exec_command(command, timeout=timeout)
+    out = stdout.read().decode(errors="replace")
+    err = stderr.read().decode(errors="replace")
+    return stdout.channel.recv_exit_status(), out, err

@@ -1,0 +1,66 @@
+"""Preflight: reach every node over SSH in parallel and judge it before anything is installed."""
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
+
+from provision.adaptors import ssh
+from provision.errors import ConnectionFailure
+from provision.preflight.judge import clock_check, judge, parse_facts
+from provision.preflight.records import Check, NodeReport, PreflightReport
+from provision.records import ClusterInfo, NodeInfo
+
+DEFAULT_CONCURRENCY = 32
+
+
+def _probe_script() -> str:
+    """The read-only fact probe shipped with the package."""
+    return resources.files("provision.preflight").joinpath("probe.sh").read_text()
+
+
+def _target(cluster: ClusterInfo, node: NodeInfo) -> ssh.SshTarget:
+    return ssh.SshTarget(host=node.address or node.name, port=node.ssh_port, user=cluster.ssh_user,
+                         key_path=cluster.ssh_key_path, known_hosts_path=cluster.known_hosts_path)
+
+
+def check_node(cluster: ClusterInfo, node: NodeInfo, accept_new_host_keys: bool = False,
+               timeout: float = 10.0) -> NodeReport:
+    """Connect, read the node's facts and clock, and judge them; a connection failure is one failed check."""
+    report = NodeReport(node.name, node.address)
+    try:
+        client = ssh.connect(_target(cluster, node), accept_new_host_keys, timeout)
+    except ConnectionFailure as exc:
+        report.checks.append(Check("ssh", "fail", str(exc)))
+        return report
+    with client:
+        report.checks.append(Check("ssh", "pass", f"{cluster.ssh_user}@{node.address} with the cluster key"))
+        before = time.time()
+        _, out, _ = ssh.run(client, "date +%s.%N", timeout)
+        after = time.time()
+        report.clock_offset_s = float(out.strip()) - (before + after) / 2 if out.strip() else None
+        _, out, _ = ssh.run(client, f"sh -c {_quote(_probe_script())}", timeout * 3)
+    report.facts = parse_facts(out)
+    report.checks.extend(judge(node, report.facts))
+    return report
+
+
+def _quote(script: str) -> str:
+    """Single-quote a script for sh -c."""
+    return "'" + script.replace("'", "'\"'\"'") + "'"
+
+
+def run_preflight(cluster: ClusterInfo, accept_new_host_keys: bool = False,
+                  concurrency: int = DEFAULT_CONCURRENCY, timeout: float = 10.0) -> PreflightReport:
+    """Check every node in parallel (bounded), then judge clocks against the controller."""
+    start = time.monotonic()
+    workers = max(1, min(concurrency, len(cluster.nodes)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        reports = list(pool.map(lambda n: check_node(cluster, n, accept_new_host_keys, timeout), cluster.nodes))
+    controller = next((r for r in reports if r.name == cluster.controller.name), None)
+    reference = controller.clock_offset_s if controller else None
+    for report in reports:
+        if report.check("ssh").verdict == "pass":
+            offset = None if reference is None or report.clock_offset_s is None else report.clock_offset_s - reference
+            report.checks.append(clock_check(offset, cluster.controller.name))
+    return PreflightReport(reports, time.monotonic() - start)

@@ -1,0 +1,109 @@
+"""Turn the facts a node reported into verdicts (pure: no I/O, table-testable)."""
+from __future__ import annotations
+
+from provision.gpus import model_for_pci_device
+from provision.preflight.records import Check
+from provision.records import NodeInfo
+
+SUPPORTED_OS = {("debian", "12"), ("ubuntu", "22.04"), ("ubuntu", "24.04")}
+MIN_DISK_KB = {"fail": 2 * 1024 * 1024, "warn": 10 * 1024 * 1024}
+CLOCK_WARN_S = 1.0
+CLOCK_FAIL_S = 30.0
+
+
+def parse_facts(text: str) -> dict[str, str]:
+    """key=value lines -> dict (the last value wins)."""
+    facts = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            facts[key.strip()] = value.strip()
+    return facts
+
+
+def judge(node: NodeInfo, facts: dict[str, str]) -> list[Check]:
+    """Every fact-based check for one node."""
+    return [_privilege(facts), _os(facts), _headers(node, facts), _disk(facts, "/", "disk_root_kb", "disk_root"),
+            _disk(facts, "/var", "disk_var_kb", "disk_var"), _python(facts), _gpus(node, facts), _fabric(node, facts),
+            _hostname(facts)]
+
+
+def _privilege(facts: dict) -> Check:
+    if facts.get("privilege") == "yes":
+        return Check("privilege", "pass", "root" if facts.get("uid") == "0" else "passwordless sudo")
+    return Check("privilege", "fail", "neither root nor passwordless sudo; grant NOPASSWD sudo or log in as root")
+
+
+def _os(facts: dict) -> Check:
+    found = (facts.get("os_id", "unknown"), facts.get("os_version", "unknown"))
+    shown = f"{found[0]} {found[1]}"
+    if found in SUPPORTED_OS:
+        return Check("os", "pass", shown)
+    return Check("os", "fail", f"{shown} is not supported; use Debian 12, Ubuntu 22.04 or 24.04")
+
+
+def _headers(node: NodeInfo, facts: dict) -> Check:
+    kernel, state = facts.get("kernel", "?"), facts.get("headers", "missing")
+    if state in ("installed", "installable"):
+        return Check("kernel_headers", "pass", f"{kernel}: headers {state}")
+    detail = f"{kernel}: no linux-headers-{kernel} installed or available"
+    if node.gpu_count:
+        return Check("kernel_headers", "fail", f"{detail}; the NVIDIA driver cannot be built for the running kernel")
+    return Check("kernel_headers", "warn", f"{detail} (only GPU nodes need them)")
+
+
+def _disk(facts: dict, mount: str, key: str, check_id: str) -> Check:
+    free_kb = int(facts.get(key) or 0)
+    shown = f"{mount}: {free_kb / 1024 / 1024:.1f} GiB free"
+    if free_kb < MIN_DISK_KB["fail"]:
+        return Check(check_id, "fail", f"{shown}; need at least 2 GiB")
+    return Check(check_id, "warn" if free_kb < MIN_DISK_KB["warn"] else "pass", shown)
+
+
+def _python(facts: dict) -> Check:
+    version = facts.get("python3", "none")
+    if version == "none":
+        return Check("python3", "fail", "python3 is missing; Ansible needs it (apt-get install python3)")
+    return Check("python3", "pass", version)
+
+
+def _gpus(node: NodeInfo, facts: dict) -> Check:
+    devices = [d for d in facts.get("gpus", "").split(",") if d]
+    if not node.gpu_count and not devices:
+        return Check("gpus", "n/a", "no GPU expected, none found")
+    models = [model_for_pci_device(d) for d in devices]
+    names = sorted({m.key if m else f"10de:{d}" for m, d in zip(models, devices)})
+    seen = f"{len(devices)} x {', '.join(names) or 'none'} ({facts.get('gpu_source', '?')})"
+    if len(devices) != node.gpu_count:
+        return Check("gpus", "fail", f"{seen}; the spec expects {node.gpu_count} x {node.gpu_model or 'none'}")
+    if any(m is None or m.key != node.gpu_model for m in models):
+        return Check("gpus", "fail", f"{seen}; the spec expects {node.gpu_model}")
+    return Check("gpus", "pass", seen)
+
+
+def _fabric(node: NodeInfo, facts: dict) -> Check:
+    devices = [d.split(":") for d in facts.get("rdma", "").split(",") if d]
+    if node.interconnect == "none":
+        return Check("fabric", "n/a", f"none expected ({len(devices)} RDMA devices present)")
+    wanted = "efa" if node.interconnect == "efa" else "mlx"
+    matching = [name for name, driver in devices if driver.startswith(wanted)]
+    shown = f"{len(matching)} {node.interconnect} devices"
+    if len(matching) < node.interconnect_nics:
+        return Check("fabric", "fail", f"{shown}; the spec expects {node.interconnect_nics}")
+    return Check("fabric", "pass", shown)
+
+
+def _hostname(facts: dict) -> Check:
+    if facts.get("resolves") == "yes":
+        return Check("hostname", "pass", f"{facts.get('hostname', '?')} resolves")
+    return Check("hostname", "warn", f"{facts.get('hostname', '?')} does not resolve yet (deploy writes /etc/hosts)")
+
+
+def clock_check(offset_s: float | None, reference: str) -> Check:
+    """Clock offset against the controller: warn above 1 s, fail above 30 s."""
+    if offset_s is None:
+        return Check("clock", "n/a", f"no reading from {reference}")
+    shown = f"{offset_s:+.3f} s against {reference}"
+    if abs(offset_s) > CLOCK_FAIL_S:
+        return Check("clock", "fail", f"{shown}; fix time sync before deploying (munge rejects skewed clocks)")
+    return Check("clock", "warn" if abs(offset_s) > CLOCK_WARN_S else "pass", shown)

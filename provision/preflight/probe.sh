@@ -1,0 +1,32 @@
+# Preflight fact probe: runs on each node over SSH, prints key=value lines, changes nothing.
+k=$(uname -r)
+echo "uid=$(id -u)"
+if [ "$(id -u)" = 0 ] || sudo -n true 2>/dev/null; then echo "privilege=yes"; else echo "privilege=no"; fi
+if [ -r /etc/os-release ]; then . /etc/os-release; echo "os_id=${ID:-unknown}"; echo "os_version=${VERSION_ID:-unknown}"; fi
+echo "kernel=$k"
+if [ -d "/lib/modules/$k/build" ]; then echo "headers=installed"
+elif command -v apt-cache >/dev/null && apt-cache policy "linux-headers-$k" 2>/dev/null | grep -q 'Candidate: [0-9]'; then echo "headers=installable"
+else echo "headers=missing"; fi
+echo "disk_root_kb=$(df -Pk / | awk 'NR==2{print $4}')"
+echo "disk_var_kb=$(df -Pk /var | awk 'NR==2{print $4}')"
+if command -v python3 >/dev/null; then echo "python3=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')"; else echo "python3=none"; fi
+if command -v lspci >/dev/null; then
+  echo "gpu_source=lspci"
+  echo "gpus=$(lspci -n -d 10de: 2>/dev/null | awk '$2 ~ /^03/ {split($3, id, ":"); printf "%s,", id[2]}')"
+else
+  echo "gpu_source=sysfs"
+  printf 'gpus='
+  for d in /sys/bus/pci/devices/*; do
+    [ "$(cat "$d/vendor" 2>/dev/null)" = "0x10de" ] || continue
+    case "$(cat "$d/class")" in 0x03*) printf '%s,' "$(cut -c3- "$d/device")";; esac
+  done
+  echo
+fi
+printf 'rdma='
+for d in /sys/class/infiniband/*; do
+  [ -e "$d" ] || continue
+  printf '%s:%s,' "$(basename "$d")" "$(basename "$(readlink -f "$d/device/driver")")"
+done
+echo
+if getent hosts "$(hostname)" >/dev/null; then echo "resolves=yes"; else echo "resolves=no"; fi
+echo "hostname=$(hostname)"

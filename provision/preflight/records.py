@@ -1,0 +1,65 @@
+"""Preflight results: a verdict per check per node, and for the whole cluster."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+Verdict = Literal["pass", "warn", "fail", "n/a"]
+_RANK = {"n/a": 0, "pass": 1, "warn": 2, "fail": 3}
+
+
+def worst(verdicts: list[str]) -> str:
+    """The most severe verdict of a list (pass when empty)."""
+    return max(verdicts, key=_RANK.__getitem__, default="pass")
+
+
+@dataclass
+class Check:
+    """One check on one node."""
+
+    id: str
+    verdict: Verdict
+    detail: str
+
+
+@dataclass
+class NodeReport:
+    """Everything preflight learned about one node."""
+
+    name: str
+    address: str | None
+    checks: list[Check] = field(default_factory=list)
+    facts: dict[str, str] = field(default_factory=dict)
+    clock_offset_s: float | None = None
+
+    @property
+    def verdict(self) -> str:
+        """The node's worst check."""
+        return worst([c.verdict for c in self.checks])
+
+    def check(self, check_id: str) -> Check | None:
+        """A check by id, if it ran."""
+        return next((c for c in self.checks if c.id == check_id), None)
+
+
+@dataclass
+class PreflightReport:
+    """All nodes, and how long the whole run took."""
+
+    nodes: list[NodeReport]
+    elapsed_s: float
+
+    @property
+    def verdict(self) -> str:
+        """The cluster's worst node."""
+        return worst([n.verdict for n in self.nodes])
+
+    @property
+    def failed_nodes(self) -> list[str]:
+        """Nodes with at least one failed check."""
+        return [n.name for n in self.nodes if n.verdict == "fail"]
+
+    def as_dict(self) -> dict:
+        """JSON form for --json (facts included; no key material is ever collected)."""
+        return {"verdict": self.verdict, "elapsed_s": round(self.elapsed_s, 3),
+                "nodes": [{**asdict(n), "verdict": n.verdict} for n in self.nodes]}

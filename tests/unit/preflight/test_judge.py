@@ -1,0 +1,52 @@
+"""Preflight verdicts from node facts, table-driven."""
+from __future__ import annotations
+
+import pytest
+
+from provision.preflight.judge import clock_check, judge, parse_facts
+from provision.records import NodeInfo
+
+HEALTHY = ("uid=0\nprivilege=yes\nos_id=debian\nos_version=12\nkernel=6.1.0-18-amd64\nheaders=installable\n"
+           "disk_root_kb=52428800\ndisk_var_kb=52428800\npython3=3.11\ngpu_source=lspci\ngpus=\nrdma=\n"
+           "resolves=yes\nhostname=n1\n")
+CPU = NodeInfo(name="n1", group="g", roles=("compute",))
+GPU = NodeInfo(name="g1", group="g", roles=("compute",), gpu_model="H100-SXM", gpu_count=2,
+               interconnect="infiniband", interconnect_nics=2)
+
+
+def _verdicts(node: NodeInfo, text: str) -> dict[str, tuple[str, str]]:
+    return {c.id: (c.verdict, c.detail) for c in judge(node, parse_facts(text))}
+
+
+def test_healthy_cpu_node_passes_everything_applicable():
+    verdicts = _verdicts(CPU, HEALTHY)
+    assert {k: v[0] for k, v in verdicts.items()} == {
+        "privilege": "pass", "os": "pass", "kernel_headers": "pass", "disk_root": "pass", "disk_var": "pass",
+        "python3": "pass", "gpus": "n/a", "fabric": "n/a", "hostname": "pass"}
+
+
+@pytest.mark.parametrize("node, change, check, verdict, detail", [
+    (CPU, ("privilege=yes", "privilege=no"), "privilege", "fail", "neither root nor passwordless sudo"),
+    (CPU, ("os_version=12", "os_version=11"), "os", "fail", "debian 11 is not supported"),
+    (CPU, ("headers=installable", "headers=missing"), "kernel_headers", "warn", "only GPU nodes need them"),
+    (GPU, ("headers=installable", "headers=missing"), "kernel_headers", "fail", "cannot be built for the running"),
+    (CPU, ("disk_root_kb=52428800", "disk_root_kb=1048576"), "disk_root", "fail", "1.0 GiB free; need at least 2"),
+    (CPU, ("disk_var_kb=52428800", "disk_var_kb=5242880"), "disk_var", "warn", "/var: 5.0 GiB free"),
+    (CPU, ("python3=3.11", "python3=none"), "python3", "fail", "python3 is missing"),
+    (GPU, ("gpus=", "gpus=2330,"), "gpus", "fail", "1 x H100-SXM (lspci); the spec expects 2 x H100-SXM"),
+    (GPU, ("gpus=", "gpus=26b9,26b9,"), "gpus", "fail", "2 x L40S (lspci); the spec expects H100-SXM"),
+    (GPU, ("gpus=", "gpus=2330,2330,"), "gpus", "pass", "2 x H100-SXM (lspci)"),
+    (CPU, ("gpus=", "gpus=2330,"), "gpus", "fail", "the spec expects 0 x none"),
+    (GPU, ("rdma=", "rdma=mlx5_0:mlx5_core,"), "fabric", "fail", "1 infiniband devices; the spec expects 2"),
+    (GPU, ("rdma=", "rdma=mlx5_0:mlx5_core,mlx5_1:mlx5_core,"), "fabric", "pass", "2 infiniband devices"),
+    (CPU, ("resolves=yes", "resolves=no"), "hostname", "warn", "does not resolve yet"),
+])
+def test_each_bad_fact_gives_its_verdict(node, change, check, verdict, detail):
+    got_verdict, got_detail = _verdicts(node, HEALTHY.replace(*change))[check]
+    assert got_verdict == verdict and detail in got_detail, got_detail
+
+
+@pytest.mark.parametrize("offset, verdict", [(None, "n/a"), (0.2, "pass"), (-2.5, "warn"), (31.0, "fail"),
+                                             (-45.0, "fail")])
+def test_clock_thresholds(offset, verdict):
+    assert clock_check(offset, "ctl01").verdict == verdict
