@@ -26,13 +26,18 @@ node_groups:
     roles: [controller]
     count: 1
   - name: node
-    roles: [compute, storage]
-    count: 3
+    roles: [compute]
+    count: 1
     partition: batch
     default_partition: true
+  - name: store
+    roles: [compute, storage]
+    count: 2
+    partition: batch
 filesystem:
-  type: none
+  type: glusterfs
   mount_point: /shared
+  replica: 2
 """
 
 

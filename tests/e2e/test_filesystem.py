@@ -1,0 +1,44 @@
+"""Issue 7 end to end: a replicated GlusterFS volume mounted on every node, written by Slurm jobs."""
+from __future__ import annotations
+
+import pytest
+
+from provision.providers.sandbox import faults
+from test_deploy_faults import faults_target
+
+pytestmark = pytest.mark.e2e
+
+MOUNT = "/shared"
+
+
+def test_volume_is_mounted_on_every_node(slurm_cluster):
+    for node in slurm_cluster.info.nodes:
+        fstype = slurm_cluster.ssh(node.name, f"findmnt -n -o FSTYPE --mountpoint {MOUNT}").stdout.strip()
+        assert fstype == "fuse.glusterfs", node.name
+
+
+def test_srun_jobs_write_and_every_node_verifies_every_file(slurm_cluster):
+    ctl = slurm_cluster.controller
+    slurm_cluster.ssh(ctl, f"rm -rf {MOUNT}/e2e && mkdir -p {MOUNT}/e2e")
+    job = (f"srun -N{len(slurm_cluster.compute)} --ntasks-per-node=1 bash -c "
+           f"'cd {MOUNT}/e2e && head -c 4M /dev/urandom > $(hostname).bin && sha256sum $(hostname).bin > $(hostname).sha'")
+    slurm_cluster.ssh(ctl, job)
+    for node in slurm_cluster.info.nodes:
+        listing = slurm_cluster.ssh(node.name, f"cd {MOUNT}/e2e && ls *.sha").stdout.split()
+        assert sorted(listing) == sorted(f"{n}.sha" for n in slurm_cluster.compute)
+        slurm_cluster.ssh(node.name, f"cd {MOUNT}/e2e && sha256sum -c --quiet *.sha")
+
+
+def test_replicated_volume_serves_reads_with_one_brick_node_stopped(slurm_cluster):
+    reader, victim = slurm_cluster.compute[0], "store02"
+    slurm_cluster.ssh(reader, f"mkdir -p {MOUNT}/e2e && head -c 1M /dev/urandom > {MOUNT}/e2e/ha.bin && "
+                              f"cd {MOUNT}/e2e && sha256sum ha.bin > ha.sha")
+    state_root, name = faults_target(slurm_cluster)
+    faults.stop_node(state_root, name, victim)
+    try:
+        slurm_cluster.ssh(reader, f"cd {MOUNT}/e2e && sha256sum -c --quiet ha.sha", timeout=120)
+    finally:
+        faults.start_node(state_root, name, victim)
+    rc, result = slurm_cluster.deploy("--limit", victim)
+    assert rc == 0, result
+    assert slurm_cluster.ssh(victim, f"cd {MOUNT}/e2e && sha256sum -c --quiet ha.sha", check=False).returncode == 0
