@@ -1,7 +1,15 @@
-"""Which versions of driver, CUDA, NCCL, fabric manager and DCGM belong together."""
+"""Which versions of driver, CUDA, NCCL, fabric manager and DCGM belong together.
+
+Every fact is a `Rule` carrying its source. The GPU roles check the same facts: `ansible_vars()` renders
+them into playbooks/roles/gpu_base/vars/main.yml (`python -m provision.compat > that file`), and a unit
+test keeps the two identical, so plain ansible-playbook refuses what `provision validate` refuses.
+"""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+import yaml
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,26 @@ NCCL_CUDA_MAJORS: dict[str, Rule] = {
     "13": Rule("13", "2.27-", "NVIDIA NCCL release notes: CUDA 13 builds start with 2.27"),
 }
 
+# Fabric manager (NVSwitch systems) is released with every driver and must equal it exactly.
+FABRIC_MANAGER_EQUALS_DRIVER = Rule(
+    "nvidia-fabricmanager", "driver version",
+    "NVIDIA Fabric Manager User Guide: the Fabric Manager package version must match the installed driver "
+    "version exactly; the CUDA repository publishes nvidia-fabricmanager-BRANCH at every driver version")
+
+# DCGM 4 ships one package per CUDA major; the right one is the CUDA major the driver supports.
+DCGM_MIN_DRIVER_BRANCH = Rule(
+    "dcgm", "450", "NVIDIA DCGM User Guide, Supported Platforms: 'CUDA 7.5+ and NVIDIA Driver R450+'")
+DCGM_CUDA_MAJORS: dict[str, Rule] = {
+    "11": Rule("11", "4.0", "NVIDIA DCGM Installation Guide: datacenter-gpu-manager-4-cuda<MAJOR> matches the "
+                            "CUDA major the driver reports"),
+    "12": Rule("12", "4.0", "NVIDIA DCGM Installation Guide: datacenter-gpu-manager-4-cuda<MAJOR> matches the "
+                            "CUDA major the driver reports"),
+    "13": Rule("13", "4.4", "DCGM 4.4 is the first release with CUDA 13 (NVIDIA dcgm-exporter 4.4.0-4.5.0: "
+                            "'Update to DCGM 4.4 and Cuda 13.0')"),
+}
+
+_DRIVER_VERSION = re.compile(r"^(\d{3})\.\d+(\.\d+)?$")
+
 
 def version_tuple(version: str) -> tuple[int, ...]:
     """Turn "12.4" or "12.4.1" into a comparable tuple."""
@@ -78,3 +106,64 @@ def nccl_supports_cuda(nccl: str, cuda: str) -> bool:
     if version < version_tuple(low):
         return False
     return not high or version <= version_tuple(high)
+
+
+def driver_version_problem(branch: int, version: str) -> str | None:
+    """Why an exact driver version does not fit its branch (None when it does)."""
+    match = _DRIVER_VERSION.match(version)
+    if not match:
+        return f"'{version}' is not a driver version"
+    if int(match.group(1)) != branch:
+        return f"'{version}' is not on branch {branch}"
+    return None
+
+
+def fabric_manager_version(driver_version: str) -> str:
+    """The fabric manager version a driver needs: the same version (FABRIC_MANAGER_EQUALS_DRIVER)."""
+    return driver_version
+
+
+def dcgm_package_for_branch(branch: int) -> str | None:
+    """The DCGM 4 package for the CUDA major the branch's driver supports; None if no DCGM fits."""
+    max_cuda = max_cuda_for_branch(branch)
+    if max_cuda is None or branch < int(DCGM_MIN_DRIVER_BRANCH.value):
+        return None
+    major = max_cuda.split(".")[0]
+    return f"datacenter-gpu-manager-4-cuda{major}" if major in DCGM_CUDA_MAJORS else None
+
+
+def dcgm_min_version_for_branch(branch: int) -> str | None:
+    """The oldest DCGM 4 release with a package for the branch's CUDA major."""
+    max_cuda = max_cuda_for_branch(branch)
+    rule = DCGM_CUDA_MAJORS.get(max_cuda.split(".")[0]) if max_cuda else None
+    return rule.value if rule else None
+
+
+def ansible_vars() -> dict:
+    """The table as the GPU roles read it (gpu_base_compat), sources included."""
+    return {"gpu_base_compat": {
+        "driver_max_cuda": {branch: rule.value for branch, rule in sorted(DRIVER_MAX_CUDA.items())},
+        "nccl_cuda_majors": {major: {"min": rule.value.partition("-")[0], "max": rule.value.partition("-")[2]}
+                             for major, rule in NCCL_CUDA_MAJORS.items()},
+        "dcgm_cuda_majors": {major: {"package": f"datacenter-gpu-manager-4-cuda{major}", "min_version": rule.value}
+                             for major, rule in DCGM_CUDA_MAJORS.items()},
+        "dcgm_min_driver_branch": int(DCGM_MIN_DRIVER_BRANCH.value),
+        "sources": {
+            "driver_max_cuda": _CUDA_RELEASE_NOTES,
+            "nccl_cuda_majors": "; ".join(f"CUDA {k}: {r.source}" for k, r in NCCL_CUDA_MAJORS.items()),
+            "fabric_manager": FABRIC_MANAGER_EQUALS_DRIVER.source,
+            "dcgm": "; ".join([DCGM_MIN_DRIVER_BRANCH.source]
+                              + [f"CUDA {k}: {r.source}" for k, r in DCGM_CUDA_MAJORS.items()]),
+        },
+    }}
+
+
+def render_ansible_vars() -> str:
+    """The text of playbooks/roles/gpu_base/vars/main.yml."""
+    header = ("---\n# GENERATED from provision/compat.py by `python -m provision.compat`; do not edit by hand.\n"
+              "# tests/unit/test_compat.py fails when this file and the Python table disagree.\n")
+    return header + yaml.safe_dump(ansible_vars(), sort_keys=False, width=120)
+
+
+if __name__ == "__main__":
+    print(render_ansible_vars(), end="")

@@ -48,8 +48,10 @@ class AmiSelector(_Strict):
 class FsxLustre(_Strict):
     """An FSx for Lustre file system created with the cluster."""
 
-    storage_capacity_gib: int = Field(1200, ge=1200)
+    storage_capacity_gib: int = Field(1200, ge=1200, description="1200 or a multiple of 2400")
     deployment_type: Literal["SCRATCH_2", "PERSISTENT_2"] = "SCRATCH_2"
+    per_unit_storage_throughput: Literal[125, 250, 500, 1000] = Field(
+        125, description="MB/s per TiB; PERSISTENT_2 only")
 
 
 class AwsProvider(_Strict):

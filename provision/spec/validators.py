@@ -196,6 +196,12 @@ def check_versions(spec: ClusterSpec) -> list[Finding]:
         known = ", ".join(map(str, compat.known_driver_branches()))
         out.append(Finding("error", "software.nvidia_driver.branch", f"{branch} is not a known driver branch",
                            f"use one of {known}"))
+    if software.nvidia_driver.version and max_cuda:
+        problem = compat.driver_version_problem(branch, software.nvidia_driver.version)
+        if problem:
+            out.append(Finding("error", "software.nvidia_driver.version", problem,
+                               f"give a full version on branch {branch} ({branch}.MINOR[.PATCH]), "
+                               f"or leave version out to take the newest {branch} driver"))
     for j, cuda in enumerate(software.cuda.versions):
         if max_cuda and compat.version_tuple(cuda) > compat.version_tuple(max_cuda):
             need = compat.min_branch_for_cuda(cuda)
@@ -212,10 +218,28 @@ def check_versions(spec: ClusterSpec) -> list[Finding]:
                            f"NCCL {software.nccl.version} has no build for CUDA {default}",
                            f"use an NCCL release built for CUDA {default.split('.')[0]} "
                            f"({compat.NCCL_CUDA_MAJORS.get(default.split('.')[0], compat.Rule('', 'none', '')).value})"))
+    out += _fabric_manager_findings(spec)
     if software.slurm.source == "repository" and not software.slurm.repository_url:
         out.append(Finding("error", "software.slurm.repository_url", "is missing while source is 'repository'",
                            "set repository_url to the site's Slurm APT repository, or use source: distribution"))
     return out
+
+
+def _fabric_manager_findings(spec: ClusterSpec) -> list[Finding]:
+    """NVSwitch GPUs need fabric manager at exactly the driver version; Debian's archive has none."""
+    driver = spec.software.nvidia_driver
+    if driver.source != "distribution":
+        return []
+    for group in spec.node_groups:
+        model = GPU_MODELS.get(group.gpu.model) if group.gpu else None
+        if model and model.nvswitch:
+            return [Finding("warning", "software.nvidia_driver.source",
+                            f"'distribution' drivers have no fabric manager at the same version, and group "
+                            f"'{group.name}' ({model.key}) has NVSwitches that need one "
+                            f"({compat.FABRIC_MANAGER_EQUALS_DRIVER.key} must equal the driver version)",
+                            f"use source cuda-repo, where nvidia-fabricmanager-{driver.branch} is published "
+                            f"for every {driver.branch} driver")]
+    return []
 
 
 def check_filesystem(spec: ClusterSpec) -> list[Finding]:

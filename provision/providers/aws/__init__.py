@@ -1,23 +1,64 @@
-"""The aws provider (being built; see its issue)."""
+"""The aws provider: EC2 GPU instances with EFA in a cluster placement group, optionally FSx for Lustre.
+
+The Provider interface is implemented here; the work is split by concept: validation (spec only),
+environment (read-only API checks), network, security, placement, fsx, instances, create (up),
+teardown and audit (down), plan and prices. All AWS calls go through provision.adaptors.aws.
+"""
 from __future__ import annotations
 
-from provision.errors import ProviderError
-from provision.providers.base import Provider, Teardown
+from provision.adaptors.aws import Aws
+from provision.providers.aws import create as up
+from provision.providers.aws import environment, instances, nodes, plan, teardown, validation
+from provision.providers.aws.environment import Facts
+from provision.providers.aws.ledger import Ledger
+from provision.providers.base import Plan, Progress, Provider, Teardown, silent
+from provision.records import ClusterInfo
+from provision.spec.findings import Finding
+from provision.spec.model import ClusterSpec
+from provision.spec.topology import group_names
+from provision.state import ClusterState
 
 
 class AwsProvider(Provider):
-    """Placeholder until the aws provider lands: every action fails clearly."""
+    """EC2 instances for every node group; all state in the cluster's aws.json, all resources tagged."""
 
     name = "aws"
 
-    def create(self, progress=None):
-        """Not built yet."""
-        raise ProviderError("the aws provider is not implemented yet")
+    def __init__(self, spec: ClusterSpec, state: ClusterState, aws: Aws | None = None) -> None:
+        super().__init__(spec, state)
+        self.aws = aws or Aws(spec.provider.region)
+        self._facts: Facts | None = None
 
-    def describe(self):
-        """Not built yet."""
-        raise ProviderError("the aws provider is not implemented yet")
+    @classmethod
+    def validate(cls, spec: ClusterSpec) -> list[Finding]:
+        """Spec-only checks: instance types and GPUs, EFA, capacity, network, image, keys, FSx."""
+        return validation.findings(spec)
 
-    def destroy(self, progress=None) -> Teardown:
-        """Not built yet."""
-        raise ProviderError("the aws provider is not implemented yet")
+    def check_environment(self) -> None:
+        """Read-only checks against the account (offerings, EFA, image, quota...) before anything is created."""
+        ledger = Ledger(self.state)
+        self._facts = environment.check(self.aws, self.spec, self._pending(ledger), ledger.facts.get("image"))
+
+    def plan(self) -> Plan:
+        """The resources `create` would make and an hourly estimate; no API call."""
+        return plan.build(self.spec)
+
+    def create(self, progress: Progress = silent) -> ClusterInfo:
+        """Make whatever does not exist yet (checking the environment first) and return the cluster."""
+        if self._facts is None:
+            self.check_environment()
+        return up.create(self.aws, self.spec, self.state, self._facts, progress)
+
+    def describe(self) -> ClusterInfo:
+        """Recorded instances with their live state and addresses (one filtered describe)."""
+        ledger = Ledger(self.state)
+        alive = instances.live(self.aws, self.spec.name) if ledger.instances else {}
+        return nodes.cluster_info(self.spec, self.state, ledger, alive)
+
+    def destroy(self, progress: Progress = silent) -> Teardown:
+        """Remove everything in reverse order, then audit by tag; idempotent."""
+        return teardown.destroy(self.aws, Ledger(self.state), self.spec.name, progress)
+
+    def _pending(self, ledger: Ledger) -> dict[str, int]:
+        """group -> nodes without a recorded instance (what quota and reservations must still cover)."""
+        return {g.name: sum(1 for n in group_names(g) if n not in ledger.instances) for g in self.spec.node_groups}

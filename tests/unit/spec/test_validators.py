@@ -145,6 +145,19 @@ CASES = [
      _set("software", {"nccl": {"version": "2.12.12"}}),
      "error: software.nccl.version: NCCL 2.12.12 has no build for CUDA 12.8; "
      "use an NCCL release built for CUDA 12 (2.16-2.27)"),
+    ("driver version on another branch",
+     _set("software", {"nvidia_driver": {"version": "550.54.15"}}),
+     "error: software.nvidia_driver.version: '550.54.15' is not on branch 570; give a full version on branch 570 "
+     "(570.MINOR[.PATCH]), or leave version out to take the newest 570 driver"),
+    ("driver version that is only a branch",
+     _set("software", {"nvidia_driver": {"version": "570"}}),
+     "error: software.nvidia_driver.version: '570' is not a driver version; give a full version on branch 570 "
+     "(570.MINOR[.PATCH]), or leave version out to take the newest 570 driver"),
+    ("distribution driver for NVSwitch GPUs",
+     _set("software", {"nvidia_driver": {"source": "distribution"}}),
+     "warning: software.nvidia_driver.source: 'distribution' drivers have no fabric manager at the same version, "
+     "and group 'gpu' (H100-SXM) has NVSwitches that need one (nvidia-fabricmanager must equal the driver version); "
+     "use source cuda-repo, where nvidia-fabricmanager-570 is published for every 570 driver"),
     ("slurm repository without URL",
      _set("software", {"slurm": {"source": "repository"}}),
      "error: software.slurm.repository_url: is missing while source is 'repository'; "

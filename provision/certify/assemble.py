@@ -1,0 +1,162 @@
+"""Turn everything certification collected into one ClusterReport with a verdict per check, node and cluster.
+
+Pure: no I/O. Inputs are the probe documents (per node), the cross-node filesystem verification,
+the nccl-tests runs, the pairwise network results and any checks the runner made itself (slurm.*).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+from provision.certify import netmatrix, thresholds
+from provision.certify.judge import Sample, judge
+from provision.certify.nccl import Fabric, NcclJob, judge_jobs
+from provision.certify.netmatrix import PairResult
+from provision.certify.probe import PROBE_VERSION
+from provision.certify.records import CheckResult, ClusterReport, Measurement, NetMatrix, NodeResult
+from provision.errors import CertifyError
+from provision.records import NodeInfo
+
+PEAK_MARGIN = 1.02  # a GEMM result above the datasheet peak by more than this is a measurement error
+
+
+def parse_probe_output(text: str, node: str) -> dict:
+    """The probe's JSON document from its stdout (the last JSON line); CertifyError names the node."""
+    for line in reversed(text.strip().splitlines()):
+        line = line.split(": ", 1)[1] if line[:1].isdigit() and ": {" in line else line  # srun --label
+        if line.lstrip().startswith("{"):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise CertifyError(f"{node}: probe output is not valid JSON ({exc.msg})",
+                                   hint="run the probe by hand on the node to see its error") from exc
+    raise CertifyError(f"{node}: the probe printed no JSON document",
+                       hint="check that the certify venv exists on the node and the probe runs")
+
+
+def assemble(*, cluster: str, level: str, nodes: Sequence[NodeInfo], probes: Mapping[str, dict],
+             started_at: str, finished_at: str, fs_verify: Mapping[str, dict] | None = None,
+             nccl: Sequence[NcclJob] = (), pairs: Sequence[PairResult] = (),
+             extra_checks: Sequence[CheckResult] = ()) -> ClusterReport:
+    """Every input judged; nodes in the order given; cluster-wide checks after the node results."""
+    names = [n.name for n in nodes]
+    per_node: dict[str, list[CheckResult]] = {name: [] for name in names}
+    cluster_checks: list[CheckResult] = []
+    measurements: list[Measurement] = []
+    for node in nodes:
+        doc = probes.get(node.name)
+        per_node[node.name] += _probe_checks(node, doc)
+        if doc and doc.get("mode") == "probe" and doc.get("probe_version") == PROBE_VERSION:
+            measurements += [Measurement.from_dict({**m, "node": node.name}) for m in doc.get("measurements", [])]
+    for result in judge(_samples(measurements)):
+        per_node[result.node].append(_peak_sanity(result, measurements))
+    for result in _fs_checksums(names, probes, fs_verify):
+        per_node[result.node].append(result)
+    for result in judge_jobs(list(nccl), _fabric(nodes, probes)):
+        (per_node[result.node] if result.node in per_node else cluster_checks).append(result)
+    matrix = None
+    if pairs:
+        matrix, pair_checks, node_checks = _network(names, list(pairs), probes)
+        cluster_checks += pair_checks
+        for result in node_checks:
+            per_node[result.node].append(result)
+    for result in extra_checks:
+        (per_node[result.node] if result.node in per_node else cluster_checks).append(result)
+    node_results = tuple(NodeResult(n.name, tuple(per_node[n.name]), n.gpu_model) for n in nodes)
+    return ClusterReport(cluster, level, started_at, finished_at, node_results, tuple(cluster_checks), matrix)
+
+
+def _probe_checks(node: NodeInfo, doc: dict | None) -> list[CheckResult]:
+    """slurm.srun for whether the probe ran, then the probe's own checks."""
+    if not doc or doc.get("mode") != "probe":
+        why = (doc or {}).get("error") or "no probe document (srun task failed, node down or not in the job)"
+        return [CheckResult("slurm.srun", "fail", node=node.name, detail=why)]
+    ran = CheckResult("slurm.srun", "pass", node=node.name, value=doc.get("hostname"),
+                      detail=f"probe level {doc.get('level')} ran in {doc.get('duration_s')} s")
+    if doc.get("probe_version") != PROBE_VERSION:
+        return [ran, CheckResult("probe.version", "fail", node=node.name, value=doc.get("probe_version"),
+                                 threshold=PROBE_VERSION, detail="the node runs another probe version; "
+                                                                 "rerun the certify role to reinstall it")]
+    try:
+        return [ran] + [CheckResult.from_dict({**c, "node": node.name}) for c in doc.get("checks", [])]
+    except (TypeError, ValueError) as exc:
+        return [ran, CheckResult("probe.version", "fail", node=node.name, detail=f"unreadable probe checks: {exc}")]
+
+
+def _samples(measurements: list[Measurement]) -> list[Sample]:
+    """Measurements with their floors; peers are the same metric on the same GPU model."""
+    out = []
+    for m in measurements:
+        model = m.context.get("gpu_model")
+        if m.metric in ("gpu.gemm_bf16", "gpu.copy_bw"):
+            floor = thresholds.gpu_floor(m.metric, model)
+        elif m.metric in ("gpu.h2d_bw", "gpu.d2h_bw"):
+            floor = thresholds.pcie_floor(m.metric, m.context.get("pcie_gen"), m.context.get("pcie_width"))
+        else:
+            floor = None
+        out.append(Sample(m.metric, m.node, m.value, m.unit, str(model or "any"), m.subject, floor, m.detail))
+    return out
+
+
+def _peak_sanity(result: CheckResult, measurements: list[Measurement]) -> CheckResult:
+    """A GEMM figure above the model's datasheet peak cannot be right: warn instead of passing it."""
+    if result.check != "gpu.gemm_bf16" or not isinstance(result.value, (int, float)):
+        return result
+    model = next((m.context.get("gpu_model") for m in measurements
+                  if m.node == result.node and m.subject == result.subject and m.metric == result.check), None)
+    peak = thresholds.PEAK_BF16.get(model)
+    if peak and result.value > peak * PEAK_MARGIN and result.verdict == "pass":
+        return CheckResult(**{**result.to_dict(), "verdict": "warn",
+                              "detail": f"above the datasheet peak {peak:g} TFLOP/s: check the measurement"})
+    return result
+
+
+def _fs_checksums(names: list[str], probes: Mapping[str, dict],
+                  fs_verify: Mapping[str, dict] | None) -> list[CheckResult]:
+    """fs.checksum per reading node: every written file present and identical to what its writer wrote."""
+    writers = [n for n in names if (probes.get(n) or {}).get("fs") and not probes[n]["fs"].get("error")]
+    if not writers:
+        return []
+    if fs_verify is None:
+        return [CheckResult("fs.checksum", "na", node=n, detail="cross-node verification was not run")
+                for n in names]
+    out = []
+    for reader in names:
+        doc = (fs_verify.get(reader) or {}).get("fs_verify")
+        if not doc:
+            out.append(CheckResult("fs.checksum", "fail", node=reader, detail="no verification document"))
+            continue
+        files = doc.get("files", {})
+        bad = [f"{w}: missing" for w in writers if w not in files]
+        bad += [f"{w}: {f.get('error') or 'checksum differs'}" for w, f in files.items() if not f.get("ok")]
+        out.append(CheckResult("fs.checksum", "fail" if bad else "pass", node=reader,
+                               value=sum(bool(f.get("ok")) for f in files.values()), unit="files",
+                               threshold=len(writers), source="SHA-256 recorded by each writer",
+                               detail="; ".join(bad)))
+    return out
+
+
+def _nic_rate(probes: Mapping[str, dict]) -> float | None:
+    """The slowest active RDMA port rate in the cluster (Gb/s), or None without RDMA."""
+    rates = [p["rate_gbps"] for d in probes.values() for p in (d or {}).get("rdma", [])
+             if p.get("state") == "ACTIVE" and p.get("rate_gbps")]
+    return min(rates) if rates else None
+
+
+def _fabric(nodes: Sequence[NodeInfo], probes: Mapping[str, dict]) -> Fabric:
+    gpu_nodes = [n for n in nodes if n.gpu_count] or list(nodes)
+    first = gpu_nodes[0] if gpu_nodes else None
+    return Fabric(first.gpu_model if first else None, first.gpu_count if first else 0,
+                  first.interconnect if first else "none", first.interconnect_nics if first else 0,
+                  _nic_rate(probes))
+
+
+def _network(names: list[str], pairs: list[PairResult],
+             probes: Mapping[str, dict]) -> tuple[NetMatrix, list[CheckResult], list[CheckResult]]:
+    rdma = all(p.tool == "ib_write_bw" for p in pairs)
+    floor = thresholds.link_floor(_nic_rate(probes)) if rdma else None
+    pair_checks, node_checks = netmatrix.judge_network(names, pairs, floor)
+    return netmatrix.build(names, pairs), pair_checks, node_checks
+
+
+__all__ = ["NcclJob", "PairResult", "assemble", "parse_probe_output"]

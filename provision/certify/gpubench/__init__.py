@@ -1,0 +1,1 @@
+"""The GPU benchmark: gpubench.cu (built on each node with nvcc) and a PyTorch reference script."""

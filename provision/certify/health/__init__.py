@@ -1,0 +1,33 @@
+"""GPU health from NVML records, judged against the node's expectation; every check a CheckResult.
+
+Standard library only (runs inside the node-side probe). `evaluate` is the entry point.
+"""
+from __future__ import annotations
+
+from provision.adaptors.nvml import NvmlSnapshot
+from provision.certify.expect import NodeExpectation
+from provision.certify.health import links, memory, node, state
+from provision.certify.health.context import GpuContext, LoadSummary
+from provision.certify.records import CheckResult
+from provision.gpus import GPU_MODELS
+
+GPU_CHECKS = state.CHECKS[:2] + memory.CHECKS + links.CHECKS + state.CHECKS[2:]
+
+__all__ = ["GPU_CHECKS", "LoadSummary", "evaluate"]
+
+
+def evaluate(snap: NvmlSnapshot, expect: NodeExpectation,
+             load: dict[int, LoadSummary] | None = None) -> list[CheckResult]:
+    """Node-level checks, then every per-GPU check for every GPU NVML sees."""
+    if not snap.available:
+        return node.unavailable(snap, expect)
+    results = node.checks(snap, expect)
+    model = GPU_MODELS.get(expect.gpu_model) if expect.gpu_model else None
+    for gpu in snap.gpus:
+        ctx = GpuContext(node=expect.node, expect=expect, model=model, gpu=gpu, load=(load or {}).get(gpu.index))
+        if gpu.error:
+            results.append(ctx.result("gpu.readable", "fail", value="unreadable", threshold="readable",
+                                      source="nvmlDeviceGetHandleByIndex", detail=gpu.error))
+            continue
+        results.extend(check(ctx) for check in GPU_CHECKS)
+    return results

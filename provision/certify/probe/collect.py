@@ -1,0 +1,122 @@
+"""Everything the probe does on one node, in order, returning the node's JSON document as a dict."""
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from datetime import datetime, timezone
+
+from provision.adaptors import nvml
+from provision.certify import health, xid
+from provision.certify.expect import NodeExpectation
+from provision.certify.health import LoadSummary
+from provision.certify.probe import PROBE_VERSION, bench, fs, system
+from provision.certify.records import CheckResult, Measurement
+
+__all__ = ["PROBE_VERSION", "run", "verify_filesystem"]
+BURN_SECONDS = {"quick": None, "standard": 0, "full": 1800}  # None: no GPU benchmark at this level
+BENCH_TIMEOUT_S = 600.0  # per phase, on top of the burn-in
+
+
+def now_iso() -> str:
+    """UTC timestamp for documents."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def run(expect: NodeExpectation, level: str, *, gpubench: str | None = None,
+        burn_seconds: int | None = None) -> dict:
+    """GPU health (and benchmarks above quick), Xids, RDMA ports, shared filesystem: one document."""
+    started = time.monotonic()
+    doc = {"probe_version": PROBE_VERSION, "mode": "probe", "node": expect.node, "hostname": socket.gethostname(),
+           "level": level, "run_id": expect.run_id, "started_at": now_iso()}
+    burn = BURN_SECONDS[level] if burn_seconds is None or level == "quick" else burn_seconds
+    snap, load, bench_check, measurements, bench_doc = _gpus(expect, burn, gpubench)
+    checks = health.evaluate(snap, expect, load) + [bench_check, _xids(expect, snap)]
+    ports = system.rdma_ports()
+    checks.append(system.check_rdma(ports, expect))
+    fs_doc, fs_checks, fs_measurements = _filesystem(expect)
+    doc.update(nvml=snap.to_dict(), gpubench=bench_doc, rdma=[p.to_dict() for p in ports], fs=fs_doc,
+               checks=[c.to_dict() for c in checks + fs_checks],
+               measurements=[m.to_dict() for m in measurements + fs_measurements],
+               duration_s=round(time.monotonic() - started, 1))
+    return doc
+
+
+def verify_filesystem(expect: NodeExpectation) -> dict:
+    """Second pass after every node wrote: read all files of the run and compare checksums."""
+    doc = {"probe_version": PROBE_VERSION, "mode": "fs-verify", "node": expect.node, "run_id": expect.run_id,
+           "started_at": now_iso()}
+    doc["fs_verify"] = fs.verify(expect.fs_mount, expect.run_id) if expect.fs_mount else None
+    return doc
+
+
+def _gpus(expect: NodeExpectation, burn: int | None, binary: str | None):
+    """NVML snapshot (after any load), load summaries, the bench check, measurements, raw bench results."""
+    with contextlib.ExitStack() as stack:
+        try:
+            session = stack.enter_context(nvml.Session())
+            snap = session.snapshot()
+        except nvml.NvmlUnavailable as exc:
+            snap = nvml.NvmlSnapshot(available=False, reason=str(exc))
+            return snap, {}, _bench_check(expect, "na", f"no GPU benchmark: {exc}"), [], None
+        if burn is None or not snap.gpus:
+            why = "quick level runs no GPU benchmark" if burn is None else "no GPU visible"
+            return snap, {}, _bench_check(expect, "na", why), [], None
+        path = bench.find_binary(binary)
+        if path is None:
+            verdict = "fail" if expect.gpu_count else "na"
+            return snap, {}, _bench_check(expect, verdict, "gpubench binary not found; the certify role builds it "
+                                                           "with nvcc (or pass --gpubench PATH)"), [], None
+        indices = [g.index for g in snap.gpus if not g.error]
+        load = {i: LoadSummary() for i in indices}
+
+        def sample() -> None:
+            for index in indices:
+                load[index].add(session.live(index))
+
+        results, errors = bench.run(path, indices, burn_seconds=burn, timeout_s=burn + BENCH_TIMEOUT_S,
+                                    sample=sample)
+        after = session.snapshot()
+    context = {g.index: {"gpu_model": expect.gpu_model, "pcie_gen": g.pcie_gen_max, "pcie_width": g.pcie_width_max}
+               for g in after.gpus}
+    measurements = bench.measurements(expect.node, results, context)
+    check = _bench_check(expect, "fail" if errors else "pass",
+                         "; ".join(errors) or f"ran on {len(indices)} GPUs (burn-in {burn} s)")
+    return after, load, check, measurements, {"binary": path, "errors": errors, "results": results}
+
+
+def _bench_check(expect: NodeExpectation, verdict: str, detail: str) -> CheckResult:
+    return CheckResult("gpu.bench", verdict, node=expect.node, source="gpubench (cuBLAS GEMM, copies)",
+                       detail=detail)
+
+
+def _xids(expect: NodeExpectation, snap: nvml.NvmlSnapshot) -> CheckResult:
+    """Xids since boot, mapped to GPU indices by PCI address."""
+    if not expect.gpu_count and not (snap.available and snap.gpus):
+        return CheckResult("gpu.xid", "na", node=expect.node, detail="no GPU on this node")
+    try:
+        text, command = system.read_kernel_log()
+    except system.KernelLogUnavailable as exc:
+        return xid.unreadable(expect.node, str(exc))
+    by_pci = {g.pci_bus_id: g.index for g in snap.gpus if g.pci_bus_id}
+    return xid.evaluate(xid.parse_xids(text), expect.node, gpu_by_pci=by_pci, log_source=command)
+
+
+def _filesystem(expect: NodeExpectation) -> tuple[dict | None, list[CheckResult], list[Measurement]]:
+    """Write and read back this node's file on the shared mount."""
+    if not expect.fs_mount:
+        return None, [CheckResult("fs.write", "na", node=expect.node, detail="no shared filesystem in the spec")], []
+    result = fs.write_and_read(expect.fs_mount, expect.node, expect.run_id, expect.fs_size_mib)
+    if result["error"]:
+        return result, [CheckResult("fs.write", "fail", node=expect.node, subject=expect.fs_mount,
+                                    detail=result["error"])], []
+    same = result["sha256_written"] == result["sha256_read"]
+    checks = [CheckResult("fs.write", "pass", node=expect.node, subject=expect.fs_mount,
+                          value=result["size_bytes"], unit="bytes"),
+              CheckResult("fs.readback", "pass" if same else "fail", node=expect.node, subject=expect.fs_mount,
+                          value=result["sha256_read"][:16], threshold=result["sha256_written"][:16],
+                          source="SHA-256 of the written content",
+                          detail="" if same else "the file read back differs from what was written")]
+    measurements = [Measurement(metric, expect.node, result[key], "MB/s", subject=expect.fs_mount)
+                    for metric, key in (("fs.write_bw", "write_mb_s"), ("fs.read_bw", "read_mb_s"))]
+    return result, checks, measurements

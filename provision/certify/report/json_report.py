@@ -1,0 +1,44 @@
+"""The report as a versioned JSON document; its JSON Schema ships beside this module."""
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+from provision.certify import thresholds
+from provision.certify.records import ClusterReport
+
+SCHEMA_ID = "gpu-provision/certify-report"
+SCHEMA_VERSION = "1.0"  # major bump when a field changes meaning or goes away; minor when one is added
+SCHEMA_FILE = "report-v1.schema.json"
+
+
+def to_document(report: ClusterReport) -> dict[str, Any]:
+    """The report as plain data, with the schema id and version and the threshold table it was judged by."""
+    return {
+        "schema": SCHEMA_ID,
+        "schema_version": SCHEMA_VERSION,
+        "cluster": report.cluster,
+        "level": report.level,
+        "started_at": report.started_at,
+        "finished_at": report.finished_at,
+        "verdict": report.verdict,
+        "counts": report.counts(),
+        "nodes": [n.to_dict() for n in report.nodes],
+        "checks": [c.to_dict() for c in report.checks],
+        "network": report.network.to_dict() if report.network else None,
+        "thresholds": [{"metric": t.metric, "key": t.key, "value": t.value, "unit": t.unit,
+                        "reference": t.reference, "source": t.source, "derivation": t.derivation}
+                       for t in thresholds.TABLE],
+    }
+
+
+def render(report: ClusterReport) -> str:
+    """Pretty JSON text of the document."""
+    return json.dumps(to_document(report), indent=2, sort_keys=False) + "\n"
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) the document follows."""
+    text = resources.files("provision.certify.report").joinpath(SCHEMA_FILE).read_text()
+    return json.loads(text)

@@ -1,0 +1,142 @@
+"""`down`: remove what the state records in reverse dependency order, then audit by tag and sweep.
+
+Idempotent: a resource already gone counts as removed; a second `down` finds nothing and says so.
+"0 resources left" is reported only after the audit looked.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from provision.adaptors.aws import Aws, DependencyError
+from provision.errors import CloudAuthError, CloudError, CloudNotFoundError
+from provision.providers.aws import audit, fsx, instances, tags
+from provision.providers.aws.audit import Leftover
+from provision.providers.aws.ledger import Ledger
+from provision.providers.base import Progress, Teardown
+
+# Reverse dependency order: what uses a thing goes before the thing.
+ORDER = ("instance", "fsx", "placement-group", "network-interface", "volume", "security-group",
+         "route-table-association", "route-table", "subnet", "internet-gateway", "vpc", "key-pair", "other")
+
+
+def destroy(aws: Aws, ledger: Ledger, cluster: str, progress: Progress) -> Teardown:
+    """Remove the cluster's resources, audit by tag, sweep what the audit finds, audit again."""
+    removed: list[str] = []
+    failures: dict[str, str] = {}
+    _terminate(aws, ledger, cluster, removed, progress)
+    recorded = [(key, record) for kind in ORDER[1:] for key, record in list(ledger.resources.items())
+                if record["kind"] == kind]
+    for key, record in recorded:
+        if record.get("status") == "created" and record.get("owned", True):
+            leftover = Leftover(record["kind"], record["id"], {"vpcs": [record["vpc_id"]]} if "vpc_id" in record
+                                else {})
+            if not _delete(aws, leftover, removed, failures, progress):
+                continue
+        ledger.forget(key)  # deleted, kept (not ours), or never made (an intent: the audit finds it if it exists)
+    ledger.clear_steps()
+    notes: list[str] = []
+    found = audit.find(aws, cluster, notes)
+    if found:
+        progress(f"audit: {len(found)} resource(s) still carry {tags.CLUSTER}={cluster}: "
+                 f"{', '.join(f.label() for f in found)}; removing them")
+        _sweep(aws, found, removed, failures, progress)
+        found = audit.find(aws, cluster, notes)
+    for note in dict.fromkeys(notes):
+        progress(f"note: {note}")
+    if not found:
+        ledger.remove()
+    progress(f"audit: {len(found)} resources left carrying {tags.CLUSTER}={cluster}")
+    leftovers = [f"{f.label()} ({failures[f.label()]})" if f.label() in failures else f.label() for f in found]
+    return Teardown(removed=removed, leftovers=leftovers)
+
+
+def _terminate(aws: Aws, ledger: Ledger, cluster: str, removed: list[str], progress: Progress) -> None:
+    """Terminate every live instance carrying the cluster's tag (recorded or not) and forget the recorded ones."""
+    names = {record["id"]: name for name, record in ledger.instances.items()}
+    alive = sorted(instances.live(aws, cluster))
+    if alive:
+        progress(f"terminating {len(alive)} instance(s)")
+        instances.terminate(aws, alive)
+        removed += [f"instance {i} ({names[i]})" if i in names else f"instance {i}" for i in alive]
+    ledger.forget_instances(list(ledger.instances))
+    for group in list(ledger.launches):
+        ledger.launch_abandoned(group)
+
+
+def _sweep(aws: Aws, found: list[Leftover], removed: list[str], failures: dict[str, str],
+           progress: Progress) -> None:
+    """Delete what the audit found, in teardown order."""
+    doomed = sorted(found, key=lambda f: ORDER.index(f.kind))
+    ids = [f.id for f in doomed if f.kind == "instance"]
+    if ids:
+        instances.terminate(aws, ids)
+        removed += [f"instance {i}" for i in ids]
+    for leftover in doomed:
+        if leftover.kind != "instance":
+            _delete(aws, leftover, removed, failures, progress)
+
+
+def _delete(aws: Aws, leftover: Leftover, removed: list[str], failures: dict[str, str], progress: Progress) -> bool:
+    """Delete one resource; gone already counts as done; a refusal is remembered, not raised (auth errors are)."""
+    action = _DELETERS.get(leftover.kind)
+    if action is None:
+        failures[leftover.label()] = "the tool cannot delete this kind; remove it in the console"
+        return False
+    try:
+        _patiently(aws, lambda: action(aws, leftover))
+    except CloudNotFoundError:
+        pass
+    except CloudAuthError:
+        raise
+    except CloudError as exc:
+        failures[leftover.label()] = exc.message
+        progress(f"could not delete {leftover.label()}: {exc.message}")
+        return False
+    removed.append(leftover.label())
+    return True
+
+
+def _patiently(aws: Aws, action: Callable[[], None]) -> None:
+    """Retry a delete refused because of a dependency that clears by itself (interfaces still detaching)."""
+    policy = aws.policy
+    for attempt in range(1, policy.dependency_attempts + 1):
+        try:
+            action()
+            return
+        except DependencyError:
+            if attempt == policy.dependency_attempts:
+                raise
+            aws.sleep(policy.backoff(attempt, base=policy.base_delay * 5))
+
+
+def _detach_gateway(aws: Aws, leftover: Leftover) -> None:
+    """Detach an internet gateway from its VPCs, then delete it."""
+    for vpc in leftover.detail.get("vpcs", []):
+        try:
+            aws.ec2.detach_internet_gateway(InternetGatewayId=leftover.id, VpcId=vpc)
+        except CloudError as exc:
+            if getattr(exc, "code", "") not in ("Gateway.NotAttached", "InvalidVpcID.NotFound"):
+                raise
+    aws.ec2.delete_internet_gateway(InternetGatewayId=leftover.id)
+
+
+def _delete_route_table(aws: Aws, leftover: Leftover) -> None:
+    """Drop a route table's subnet associations, then the table (its routes go with it)."""
+    for association in leftover.detail.get("associations", []):
+        aws.ec2.disassociate_route_table(AssociationId=association)
+    aws.ec2.delete_route_table(RouteTableId=leftover.id)
+
+
+_DELETERS: dict[str, Callable[[Aws, Leftover], object]] = {
+    "fsx": lambda aws, f: fsx.delete(aws, f.id),
+    "placement-group": lambda aws, f: aws.ec2.delete_placement_group(GroupName=f.id),
+    "network-interface": lambda aws, f: aws.ec2.delete_network_interface(NetworkInterfaceId=f.id),
+    "volume": lambda aws, f: aws.ec2.delete_volume(VolumeId=f.id),
+    "security-group": lambda aws, f: aws.ec2.delete_security_group(GroupId=f.id),
+    "route-table-association": lambda aws, f: aws.ec2.disassociate_route_table(AssociationId=f.id),
+    "route-table": _delete_route_table,
+    "subnet": lambda aws, f: aws.ec2.delete_subnet(SubnetId=f.id),
+    "internet-gateway": _detach_gateway,
+    "vpc": lambda aws, f: aws.ec2.delete_vpc(VpcId=f.id),
+    "key-pair": lambda aws, f: aws.ec2.delete_key_pair(KeyName=f.id),
+}

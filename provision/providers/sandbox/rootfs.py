@@ -1,0 +1,159 @@
+"""What the sandbox puts into the shared base image and into each node's own upper layer."""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import stat
+from importlib import resources
+from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from provision.providers.sandbox import commands
+from provision.providers.sandbox.debootstrap import SUITE
+from provision.providers.sandbox.mirror import Mirrors
+
+INIT_PATH = "usr/local/sbin/sandbox-init"
+HOST_KEY = "etc/ssh/ssh_host_ed25519_key"
+PROXY_CONF = "etc/apt/apt.conf.d/01sandbox-proxy"
+
+SSHD_CONF = """\
+# gpu-provision sandbox: one host key per node (generated on the host), keys only.
+HostKey /etc/ssh/ssh_host_ed25519_key
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UseDNS no
+"""
+
+
+def packaged(name: str) -> bytes:
+    """A file shipped in provision/providers/sandbox/files/."""
+    return (resources.files("provision.providers.sandbox") / "files" / name).read_bytes()
+
+
+def apt_sources(mirrors: Mirrors) -> str:
+    """deb822 sources for nodes: the same mirror as this machine, plus its security archive if it has one."""
+    components = " ".join(mirrors.components)
+    text = (f"Types: deb\nURIs: {mirrors.archive}\nSuites: {SUITE} {SUITE}-updates\nComponents: {components}\n"
+            "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n")
+    if mirrors.security:
+        text += (f"\nTypes: deb\nURIs: {mirrors.security}\nSuites: {SUITE}-security\nComponents: {components}\n"
+                 "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n")
+    return text
+
+
+def customize_base(root: Path, mirrors: Mirrors, systemctl: bytes) -> None:
+    """Turn a fresh debootstrap tree into the node base: shims, init, apt sources; no host identity left."""
+    commands.run(["chroot", str(root), "apt-get", "clean"])
+    _empty_dir(root / "var/lib/apt/lists", keep=("partial", "lock"))
+    for key in (root / "etc/ssh").glob("ssh_host_*"):
+        key.unlink()  # debootstrap made one set for all; every node gets its own
+    for name in ("etc/hostname", "etc/apt/sources.list", "etc/systemd/system/multi-user.target.wants/"
+                 "e2scrub_reap.service"):
+        (root / name).unlink(missing_ok=True)
+    _write(root / "etc/resolv.conf", "")  # debootstrap copied this machine's; nodes use no DNS
+    _write(root / "etc/machine-id", "")
+    _write(root / "etc/apt/sources.list.d/debian.sources", apt_sources(mirrors))
+    _write(root / "etc/ssh/sshd_config.d/sandbox.conf", SSHD_CONF)
+    for tool in ("/usr/bin/systemctl", "/usr/bin/hostnamectl"):
+        # Diverted, so a package that pulls in systemd later cannot replace the shims.
+        commands.run(["chroot", str(root), "dpkg-divert", "--local", "--rename", "--add", tool])
+    _write(root / "usr/bin/systemctl", systemctl, 0o755)
+
+
+def _empty_dir(path: Path, keep: tuple[str, ...]) -> None:
+    """Remove a directory's contents except the named entries."""
+    for entry in path.iterdir() if path.is_dir() else []:
+        if entry.name in keep:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def _write(path: Path, content: str | bytes, mode: int = 0o644) -> None:
+    """Write a file with a mode, creating parent directories."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = content.encode() if isinstance(content, str) else content
+    path.write_bytes(data)
+    os.chmod(path, mode)
+
+
+def prepare_node(upper: Path, lower: Path, name: str, address: str, authorized_key: str, proxy_url: str) -> str:
+    """Write the node's identity into its (unmounted) upper layer; return its SSH host public key.
+
+    Files a node may change later (hosts, hostname) are written on first boot only, so a restart
+    keeps what the roles configured; the access key, the apt proxy, the init and the hostnamectl shim
+    are always put back (so a newer gpu-provision updates them without rebuilding the base)."""
+    put = _UpperWriter(upper, lower)
+    put.file(INIT_PATH, packaged("init.sh"), 0o755)
+    put.file("usr/bin/hostnamectl", packaged("hostnamectl"), 0o755)
+    put.once("etc/hostname", f"{name}\n")
+    put.once("etc/hosts", f"127.0.0.1\tlocalhost\n{address}\t{name}\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+    put.once("etc/machine-id", secrets.token_hex(16) + "\n", 0o444)
+    keys = upper / "root/.ssh/authorized_keys"
+    if not keys.is_file() or authorized_key not in keys.read_text():
+        put.file("root/.ssh/authorized_keys", f"{authorized_key}\n", 0o600, dir_mode=0o700)
+    put.file(PROXY_CONF, f'Acquire::http::Proxy "{proxy_url}";\n')
+    if not (upper / f"{HOST_KEY}.pub").is_file():
+        private, public = _host_key(name)
+        put.file(HOST_KEY, private, 0o600)
+        put.file(f"{HOST_KEY}.pub", public, 0o644)
+    return " ".join((upper / f"{HOST_KEY}.pub").read_text().split()[:2])
+
+
+def _host_key(name: str) -> tuple[str, str]:
+    """A new Ed25519 SSH host key pair in OpenSSH formats."""
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                serialization.NoEncryption()).decode()
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    return private, f"{public.decode()} root@{name}\n"
+
+
+class _UpperWriter:
+    """Writes into an overlay upper layer, giving new directories the lower layer's mode and owner
+    (an upper directory's attributes win in the merged view, so /root must stay 0700)."""
+
+    def __init__(self, upper: Path, lower: Path) -> None:
+        self.upper = upper
+        self.lower = lower
+
+    def once(self, rel: str, content: str | bytes, mode: int = 0o644) -> None:
+        """Write upper/rel unless the node already has its own copy."""
+        if not (self.upper / rel).exists():
+            self.file(rel, content, mode)
+
+    def file(self, rel: str, content: str | bytes, mode: int = 0o644, dir_mode: int = 0o755) -> None:
+        """Write upper/rel, creating its parents like the lower layer's."""
+        self._parents(Path(rel).parent, dir_mode)
+        target = self.upper / rel
+        target.unlink(missing_ok=True)
+        target.write_bytes(content.encode() if isinstance(content, str) else content)
+        _chown(target, 0, 0)
+        os.chmod(target, mode)
+
+    def _parents(self, rel: Path, dir_mode: int) -> None:
+        """mkdir -p in the upper layer, copying mode and ownership from the lower layer where it exists."""
+        current_upper, current_lower = self.upper, self.lower
+        for part in rel.parts:
+            current_upper, current_lower = current_upper / part, current_lower / part
+            if current_upper.is_dir():
+                continue
+            current_upper.mkdir()
+            if current_lower.is_dir():
+                info = current_lower.stat()
+                _chown(current_upper, info.st_uid, info.st_gid)
+                os.chmod(current_upper, stat.S_IMODE(info.st_mode))
+            else:
+                os.chmod(current_upper, dir_mode)
+
+
+def _chown(path: Path, uid: int, gid: int) -> None:
+    """Set ownership when running as root (the provider always is; unit tests may not be)."""
+    if os.geteuid() == 0:
+        os.chown(path, uid, gid)

@@ -1,0 +1,84 @@
+"""Two-sided judgement: absolute floor and fleet-relative robust z-score."""
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from provision.certify.judge import Sample, fleet_stats, judge
+from provision.certify.thresholds import Threshold
+
+FLOOR = Threshold("gpu.gemm_bf16", "H100-SXM", 675.3, "TFLOP/s", 794.5, "test source", "test derivation")
+
+
+def samples(values, floor=FLOOR, group="H100-SXM"):
+    return [Sample("gpu.gemm_bf16", f"n{i}", v, "TFLOP/s", group, f"gpu{i}", floor) for i, v in enumerate(values)]
+
+
+def verdicts(values, floor=FLOOR):
+    return [r.verdict for r in judge(samples(values, floor))]
+
+
+def test_value_below_floor_fails_with_floor_and_source():
+    result = judge(samples([790, 792, 600, 791]))[2]
+    assert result.verdict == "fail" and result.threshold == 675.3 and result.source == "test source"
+    assert "below the floor" in result.detail
+
+
+def test_outlier_above_floor_is_flagged_by_the_fleet():
+    # 720 clears the 675.3 floor by far, but sits 9 % under eight peers at ~792
+    values = [792, 791, 793, 792, 790, 794, 791, 792, 720]
+    got = verdicts(values)
+    assert got[:-1] == ["pass"] * 8 and got[-1] == "warn"
+    assert "fleet outlier" in judge(samples(values))[-1].detail
+
+
+def test_severe_outlier_above_floor_fails():
+    values = [792, 791, 793, 792, 790, 794, 791, 792, 700]
+    assert verdicts(values)[-1] == "fail"
+
+
+def test_uniform_fleet_passes():
+    assert verdicts([792.0, 791.5, 792.4, 790.9, 793.1]) == ["pass"] * 5
+
+
+def test_value_just_above_floor_warns():
+    assert verdicts([700.0], FLOOR) == ["warn"]  # within 5 % of 675.3
+
+
+def test_two_samples_get_no_fleet_test():
+    assert verdicts([792, 700], None) == ["pass", "pass"]
+
+
+def test_groups_are_judged_separately():
+    a = samples([792, 791, 793], group="H100-SXM")
+    b = [Sample("gpu.gemm_bf16", f"m{i}", v, "TFLOP/s", "A100-SXM-80GB", None, None)
+         for i, v in enumerate([265, 266, 264])]
+    assert [r.verdict for r in judge(a + b)] == ["pass"] * 6
+
+
+def test_fleet_stats_median_and_mad():
+    stats = fleet_stats([1.0, 2.0, 3.0, 4.0, 100.0])
+    assert stats.median == 3.0 and stats.mad == 1.0 and stats.n == 5
+
+
+fleet = st.lists(st.floats(min_value=780, max_value=800), min_size=5, max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(fleet)
+def test_property_a_fleet_within_three_percent_above_the_floor_all_passes(values):
+    assert set(verdicts(values)) == {"pass"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(fleet, st.floats(min_value=0, max_value=675.2))
+def test_property_anything_below_the_floor_fails_whatever_the_fleet(values, low):
+    assert verdicts(values + [low])[-1] == "fail"
+
+
+@settings(max_examples=60, deadline=None)
+@given(fleet, st.floats(min_value=0.15, max_value=0.14999 + 0.1))
+def test_property_a_large_drop_is_flagged_even_without_a_floor(values, drop):
+    mid = sorted(values)[len(values) // 2]
+    result = judge(samples(values + [mid * (1 - drop)], floor=None))[-1]
+    assert result.verdict == "fail" and "fleet outlier" in result.detail
