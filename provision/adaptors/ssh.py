@@ -1,6 +1,7 @@
 """The one place paramiko is used: connect with host-key checking on, run commands, one message per failure."""
 from __future__ import annotations
 
+import errno
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,10 +72,14 @@ def _translate(exc: BaseException, target: SshTarget) -> ConnectionFailure:
     where = f"{target.host}:{target.port}"
     if isinstance(exc, ConnectionFailure):
         return exc
+    if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
+        exc = next(iter(exc.errors.values()), exc)  # paramiko wraps the socket error of each address tried
     if isinstance(exc, socket.gaierror):
         return ConnectionFailure(f"{target.host}: name does not resolve", hint="check DNS or /etc/hosts, or use an address")
-    if isinstance(exc, ConnectionRefusedError):
+    if isinstance(exc, ConnectionRefusedError) or getattr(exc, "errno", None) == errno.ECONNREFUSED:
         return ConnectionFailure(f"{where}: connection refused", hint="is sshd running and listening on that port?")
+    if getattr(exc, "errno", None) in (errno.EHOSTUNREACH, errno.ENETUNREACH):
+        return ConnectionFailure(f"{where}: unreachable (no route to host)", hint="is the node up and on the network?")
     if isinstance(exc, (socket.timeout, TimeoutError)) or "timed out" in str(exc):
         return ConnectionFailure(f"{where}: timed out", hint="is the node up and reachable (routing, firewall)?")
     if isinstance(exc, paramiko.BadHostKeyException):

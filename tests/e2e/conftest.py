@@ -100,11 +100,17 @@ def e2e_spec_path(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def slurm_cluster(e2e_spec_path) -> LiveCluster:
-    """`provision up` from nothing (certify skipped here; certify tests run it themselves); `down` at the end."""
+    """`provision up` from nothing (certify skipped here; certify tests run it themselves); `down` at the end.
+
+    PROVISION_E2E_KEEP=1 (developers only) reuses a running cluster and leaves it up afterwards.
+    """
     spec = load_spec(e2e_spec_path)
-    provision("down", str(e2e_spec_path), check=False)  # a previous interrupted run must not leak into this one
+    keep = os.environ.get("PROVISION_E2E_KEEP") == "1"
+    if not keep:
+        provision("down", str(e2e_spec_path), check=False)  # an interrupted earlier run must not leak into this one
     try:
         provision("up", str(e2e_spec_path), "--skip-certify", "--quiet", timeout=1500)
         yield LiveCluster(e2e_spec_path, lifecycle.current_cluster(spec))
     finally:
-        provision("down", str(e2e_spec_path), check=False)
+        if not keep:
+            provision("down", str(e2e_spec_path), check=False)

@@ -1,0 +1,59 @@
+"""Every SSH failure kind maps to one message with its fix, and never carries key material."""
+from __future__ import annotations
+
+import errno
+import socket
+from pathlib import Path
+
+import paramiko
+import pytest
+
+from provision.adaptors.ssh import SshTarget, _translate
+
+TARGET = SshTarget(host="10.0.0.5", port=22, user="root", key_path=Path("/state/id_ed25519"),
+                   known_hosts_path=Path("/state/known_hosts"))
+
+
+def _bad_host_key() -> paramiko.BadHostKeyException:
+    got = paramiko.RSAKey.generate(1024)
+    expected = paramiko.RSAKey.generate(1024)
+    return paramiko.BadHostKeyException("10.0.0.5", got, expected)
+
+
+@pytest.mark.parametrize("exc, message, hint", [
+    (socket.gaierror(-2, "Name or service not known"), "10.0.0.5: name does not resolve", "/etc/hosts"),
+    (ConnectionRefusedError(errno.ECONNREFUSED, "refused"), "10.0.0.5:22: connection refused", "sshd running"),
+    (paramiko.ssh_exception.NoValidConnectionsError({("10.0.0.5", 22): OSError(errno.ECONNREFUSED, "x")}),
+     "10.0.0.5:22: connection refused", "sshd running"),
+    (paramiko.ssh_exception.NoValidConnectionsError({("10.0.0.5", 22): OSError(errno.EHOSTUNREACH, "x")}),
+     "10.0.0.5:22: unreachable (no route to host)", "node up"),
+    (socket.timeout("timed out"), "10.0.0.5:22: timed out", "reachable"),
+    (paramiko.AuthenticationException("Authentication failed."), "authentication failed for user root",
+     "authorized_keys"),
+    (paramiko.SSHException("Server '10.0.0.5' not found in known_hosts"), "host key unknown (first contact)",
+     "--accept-new-host-keys"),
+])
+def test_each_failure_kind_has_one_message_and_fix(exc, message, hint):
+    failure = _translate(exc, TARGET)
+    assert message in failure.message and hint in failure.hint
+
+
+def test_changed_host_key_names_the_ssh_keygen_command():
+    failure = _translate(_bad_host_key(), TARGET)
+    assert "host key changed" in failure.message
+    assert failure.hint == "if the change is expected: ssh-keygen -f /state/known_hosts -R 10.0.0.5"
+
+
+def test_non_standard_port_uses_bracket_form_in_the_hint():
+    target = SshTarget("10.0.0.5", 2222, "root", Path("/k"), Path("/kh"))
+    assert failure_hint(target).endswith("-R [10.0.0.5]:2222")
+
+
+def failure_hint(target: SshTarget) -> str:
+    return _translate(_bad_host_key(), target).hint
+
+
+def test_messages_never_include_key_material():
+    exc = _bad_host_key()
+    text = str(_translate(exc, TARGET))
+    assert exc.key.get_base64() not in text and exc.expected_key.get_base64() not in text
