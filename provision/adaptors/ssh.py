@@ -20,6 +20,7 @@ class SshTarget:
     user: str
     key_path: Path
     known_hosts_path: Path
+    jump: "SshTarget | None" = None  # reach the host through this one (nodes without a public address)
 
 
 class _RecordNewHostKey(paramiko.MissingHostKeyPolicy):
@@ -50,9 +51,37 @@ def _load_key(path: Path) -> paramiko.PKey:
                                 hint="check ssh.key_path and that the key is not passphrase-protected") from None
 
 
+class _Client(paramiko.SSHClient):
+    """An SSH client that also closes the jump session it was opened through."""
+
+    jump: paramiko.SSHClient | None = None
+
+    def close(self) -> None:
+        super().close()
+        if self.jump is not None:
+            self.jump.close()
+
+
+def _jump_channel(target: SshTarget, accept_new_host_keys: bool, timeout: float):
+    """A direct-tcpip channel to the target through its jump host (itself verified), or None."""
+    if target.jump is None:
+        return None, None
+    jump_client = connect(target.jump, accept_new_host_keys, timeout)
+    try:
+        channel = jump_client.get_transport().open_channel("direct-tcpip", (target.host, target.port),
+                                                            ("127.0.0.1", 0), timeout=timeout)
+    except (paramiko.SSHException, OSError) as exc:
+        jump_client.close()
+        raise ConnectionFailure(f"{target.host}:{target.port}: unreachable through jump host {target.jump.host} ({exc})",
+                                hint="is the node up, and can the jump host reach it?") from None
+    return jump_client, channel
+
+
 def connect(target: SshTarget, accept_new_host_keys: bool = False, timeout: float = 10.0) -> paramiko.SSHClient:
     """Open an authenticated session; every failure becomes a ConnectionFailure with one clear message."""
-    client = paramiko.SSHClient()
+    jump_client, channel = _jump_channel(target, accept_new_host_keys, timeout)
+    client = _Client()
+    client.jump = jump_client
     if target.known_hosts_path.exists():
         client.load_host_keys(str(target.known_hosts_path))
     client.set_missing_host_key_policy(
@@ -60,7 +89,7 @@ def connect(target: SshTarget, accept_new_host_keys: bool = False, timeout: floa
     try:
         client.connect(target.host, port=target.port, username=target.user, pkey=_load_key(target.key_path),
                        timeout=timeout, banner_timeout=timeout, auth_timeout=timeout,
-                       allow_agent=False, look_for_keys=False)
+                       allow_agent=False, look_for_keys=False, sock=channel)
     except BaseException as exc:
         client.close()
         raise _translate(exc, target) from None

@@ -10,6 +10,7 @@ from provision.errors import ConnectionFailure
 from provision.preflight.judge import clock_check, judge, parse_facts
 from provision.preflight.records import Check, NodeReport, PreflightReport
 from provision.records import ClusterInfo, NodeInfo
+from provision.remote import ssh_target
 
 DEFAULT_CONCURRENCY = 32
 
@@ -19,17 +20,12 @@ def _probe_script() -> str:
     return resources.files("provision.preflight").joinpath("probe.sh").read_text()
 
 
-def _target(cluster: ClusterInfo, node: NodeInfo) -> ssh.SshTarget:
-    return ssh.SshTarget(host=node.address or node.name, port=node.ssh_port, user=cluster.ssh_user,
-                         key_path=cluster.ssh_key_path, known_hosts_path=cluster.known_hosts_path)
-
-
 def check_node(cluster: ClusterInfo, node: NodeInfo, accept_new_host_keys: bool = False,
                timeout: float = 10.0) -> NodeReport:
     """Connect, read the node's facts and clock, and judge them; a connection failure is one failed check."""
     report = NodeReport(node.name, node.address)
     try:
-        client = ssh.connect(_target(cluster, node), accept_new_host_keys, timeout)
+        client = ssh.connect(ssh_target(cluster, node), accept_new_host_keys, timeout)
     except ConnectionFailure as exc:
         report.checks.append(Check("ssh", "fail", str(exc)))
         return report

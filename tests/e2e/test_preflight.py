@@ -85,3 +85,14 @@ def _restore_inside(cluster, node: str, command: str) -> None:
     pid = lifecycle.current_cluster(load_spec(cluster.spec_path)).node(node).provider_id
     subprocess.run(["nsenter", "-t", str(pid), "-m", "-u", "-i", "-n", "-p", "-r", "-w", "sh", "-c", command],
                    check=True, timeout=60)
+
+
+def test_nodes_are_reached_through_a_jump_host_with_keys_verified(slurm_cluster):
+    """The aws provider reaches EFA nodes through the controller; the sandbox proves the same path for real."""
+    live = lifecycle.current_cluster(load_spec(slurm_cluster.spec_path))
+    jumping = live.model_copy(update={"vars": {**live.vars, "ssh_jump_host": live.controller.address}})
+    report = run_preflight(jumping)
+    assert {n.name: n.check("ssh").verdict for n in report.nodes} == {n.name: "pass" for n in live.nodes}
+    from provision.remote import run_on
+    seen_from = run_on(jumping, jumping.node(slurm_cluster.compute[0]), "echo $SSH_CLIENT").stdout.split()[0]
+    assert seen_from == live.controller.address  # the session came in through the controller

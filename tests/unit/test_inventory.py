@@ -94,3 +94,14 @@ def test_inventory_is_written_private(tmp_path):
     for path in inventory.write(spec, lifecycle.planned_cluster(spec), tmp_path / "inv"):
         assert path.stat().st_mode & 0o777 == 0o600
     assert os.stat(tmp_path / "inv").st_mode & 0o777 == 0o700
+
+
+def test_jump_host_goes_through_a_verifying_proxy_command():
+    spec = load_spec(REPO / "inventories" / "aws.yaml")
+    planned = lifecycle.planned_cluster(spec)
+    cluster = planned.model_copy(update={"vars": {"ssh_jump_host": "198.51.100.7"}})
+    data = yaml.safe_load(inventory.render(spec, cluster)["hosts.yml"])
+    args = data["all"]["vars"]["ansible_ssh_common_args"]
+    known = f"UserKnownHostsFile={planned.known_hosts_path}"
+    assert args.count("StrictHostKeyChecking=yes") == 2 and args.count(known) == 2
+    assert f'-W %h:%p ubuntu@198.51.100.7"' in args and "ProxyCommand=" in args
