@@ -42,3 +42,35 @@ def test_replicated_volume_serves_reads_with_one_brick_node_stopped(slurm_cluste
     rc, result = slurm_cluster.deploy("--limit", victim)
     assert rc == 0, result
     assert slurm_cluster.ssh(victim, f"cd {MOUNT}/e2e && sha256sum -c --quiet ha.sha", check=False).returncode == 0
+
+
+@pytest.mark.parametrize("extra", [
+    {"filesystem_type": "lustre", "filesystem_server": "mgs01", "filesystem_remote_path": "scratch",
+     "filesystem_mount_point": "/lustre"},
+    {"filesystem_type": "beegfs", "filesystem_server": "beegfs-mgmt01", "filesystem_mount_point": "/beegfs"},
+], ids=["lustre", "beegfs"])
+def test_client_only_filesystems_plan_in_check_mode_and_change_nothing(slurm_cluster, extra):
+    """Lustre and BeeGFS need real servers; here the role runs in check mode on a real node and must change nothing."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from provision.providers import cluster_state
+    from provision.spec import load_spec
+
+    node = slurm_cluster.compute[0]
+    state = cluster_state(load_spec(slurm_cluster.spec_path))
+    bridge = slurm_cluster.info.vars["provision_sandbox_bridge_address"]
+    extra = {**extra, f"mirror_{extra['filesystem_type']}_repository": f"deb http://{bridge}:9/repo bookworm main"}
+    fstab_before = slurm_cluster.ssh(node, "cat /etc/fstab").stdout
+    playbook = Path(__file__).resolve().parents[2] / "playbooks" / "filesystem.yml"
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(state.inventory_dir), str(playbook),
+         "--check", "--diff", "--limit", node, "-e", json.dumps(extra)],
+        capture_output=True, text=True, timeout=600, env={**__import__("os").environ,
+                                                         "ANSIBLE_CONFIG": str(state.path / "ansible.cfg")})
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert f"{extra['filesystem_mount_point']} {extra['filesystem_type']}" in result.stdout  # the fstab diff
+    assert slurm_cluster.ssh(node, "cat /etc/fstab").stdout == fstab_before
+    assert slurm_cluster.ssh(node, f"test -e {extra['filesystem_mount_point']}", check=False).returncode != 0
