@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 import pytest
 
@@ -85,6 +86,10 @@ def _restore_inside(cluster, node: str, command: str) -> None:
     pid = lifecycle.current_cluster(load_spec(cluster.spec_path)).node(node).provider_id
     subprocess.run(["nsenter", "-t", str(pid), "-m", "-u", "-i", "-n", "-p", "-r", "-w", "sh", "-c", command],
                    check=True, timeout=60)
+    for _ in range(50):  # sshd re-executes itself on SIGHUP: wait until it listens again
+        if cluster.ssh(node, "true", check=False).returncode == 0:
+            return
+        time.sleep(0.2)
 
 
 def test_nodes_are_reached_through_a_jump_host_with_keys_verified(slurm_cluster):
