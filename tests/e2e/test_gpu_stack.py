@@ -5,7 +5,8 @@ like nodes rebooted into the new driver (gpu_base_test_fake_loaded_driver).
 
   ctl01  controller, no GPU: every GPU role skips it with one line
   gpu01  fake H100 + NVSwitch, driver from the CUDA repository (branch 570, open modules)
-  gpu02  fake L40S, driver from Debian's own non-free archive (branch 535, userspace packages only)
+  gpu02  fake L40S, driver from Debian's own non-free archive (branch 535, userspace packages only),
+         InfiniBand software from Debian (rdma-core, perftest)
 """
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ HOST_VARS = {
               "cuda_environment": ["profile", "lmod"]},
     "gpu02": {"gpu_base_test_fake_pci_devices": ["10de:26b9"],
               "nvidia_driver_source": "distribution", "nvidia_driver_branch": 535,
-              "cuda_versions": ["12.2"], "cuda_default_version": "12.2",
+              "cuda_versions": ["12.2"], "cuda_default_version": "12.2", "rdma_fabric": "infiniband",
               # The sandbox cannot build kernel modules and Debian's DKMS package pulls a compiler:
               # the distribution path installs the userspace half here.
               "nvidia_driver_packages": ["nvidia-smi", "libnvidia-ml1", "libcuda1"]},
@@ -299,6 +300,13 @@ def test_distribution_source_installs_debians_own_driver_pinned_and_held(gpu_clu
     assert {"nvidia-smi", "libnvidia-ml1", "libcuda1", "nvidia-persistenced"} <= set(snap["holds"].split())
     assert "non-free" in snap["debian_sources"] and "Pin: release o=NVIDIA" in snap["pin"]
     assert json.loads(snap["driver"])["source"] == "distribution"
+
+
+def test_infiniband_node_gets_rdma_core_and_perftest_others_skip(gpu_cluster, installed):
+    packages = _packages(gpu_cluster.snapshots["installed/gpu02"])
+    assert {"rdma-core", "ibverbs-utils", "infiniband-diags", "perftest"} <= set(packages)
+    assert "rdma-core" not in _packages(gpu_cluster.snapshots["installed/gpu01"])
+    assert '"msg": "rdma skipped: gpu01 has no high-speed fabric' in _stdout(installed)
 
 
 def test_second_run_changes_nothing(second_run):
