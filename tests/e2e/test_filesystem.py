@@ -1,6 +1,8 @@
 """Issue 7 end to end: a replicated GlusterFS volume mounted on every node, written by Slurm jobs."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from provision.providers.sandbox import faults
@@ -39,9 +41,17 @@ def test_replicated_volume_serves_reads_with_one_brick_node_stopped(slurm_cluste
         slurm_cluster.ssh(reader, f"cd {MOUNT}/e2e && sha256sum -c --quiet ha.sha", timeout=120)
     finally:
         faults.start_node(state_root, name, victim)
+    # After the restart the mount comes back by itself (fstab, network mounts at boot), before any deploy.
+    fstype = ""
+    for _ in range(60):
+        fstype = slurm_cluster.ssh(victim, f"findmnt -n -o FSTYPE --mountpoint {MOUNT}", check=False).stdout.strip()
+        if fstype == "fuse.glusterfs":
+            break
+        time.sleep(1)
+    assert fstype == "fuse.glusterfs"
+    assert slurm_cluster.ssh(victim, f"cd {MOUNT}/e2e && sha256sum -c --quiet ha.sha", check=False).returncode == 0
     rc, result = slurm_cluster.deploy("--limit", victim)
     assert rc == 0, result
-    assert slurm_cluster.ssh(victim, f"cd {MOUNT}/e2e && sha256sum -c --quiet ha.sha", check=False).returncode == 0
 
 
 @pytest.mark.parametrize("extra", [

@@ -1,21 +1,41 @@
-"""Runs last: `provision down` on the shared cluster leaves no mount, namespace or process behind."""
+"""Runs last: `provision down` on the shared cluster leaves no mount, namespace, process, link or bridge behind."""
 from __future__ import annotations
 
+import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from conftest import provision
+from provision.providers import cluster_state
+from provision.providers.sandbox import layout
+from provision.spec import load_spec
 
 pytestmark = pytest.mark.e2e
 
 
-def test_down_leaves_no_mount_behind(slurm_cluster):
-    provision("down", str(slurm_cluster.spec_path))
-    mounts = open("/proc/mounts").read()
-    assert "glusterfs" not in mounts
-    assert str(slurm_cluster.info.name) not in subprocess.run(["ip", "netns", "list"], capture_output=True,
-                                                              text=True).stdout
-    addresses = [n.address for n in slurm_cluster.info.nodes]
-    routes = subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True).stdout
-    assert not any(f" {a.rsplit('.', 1)[0]}.1/" in routes for a in addresses)
+def _processes_mounting_under(path: Path) -> list[int]:
+    """PIDs whose mount table still holds something under the cluster's state directory (node roots, FUSE)."""
+    found = []
+    for mountinfo in Path("/proc").glob("[0-9]*/mountinfo"):
+        try:
+            if str(path) in mountinfo.read_text():
+                found.append(int(mountinfo.parent.name))
+        except OSError:
+            continue  # the process ended while we looked
+    return found
+
+
+def test_down_leaves_nothing_behind(slurm_cluster):
+    spec = load_spec(slurm_cluster.spec_path)
+    state = cluster_state(spec)
+    assert _processes_mounting_under(state.path), "precondition: the running nodes mount under the state dir"
+    result = provision("down", str(slurm_cluster.spec_path), "--json")
+    assert json.loads(result.stdout)["leftovers"] == []
+    assert _processes_mounting_under(state.path) == []
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert layout.netns_prefix(spec.name) not in netns
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert layout.veth_prefix(spec.name) not in links and layout.bridge_name(spec.name) not in links
+    assert provision("down", str(slurm_cluster.spec_path)).returncode == 0  # idempotent
