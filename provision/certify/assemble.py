@@ -18,6 +18,10 @@ from provision.errors import CertifyError
 from provision.records import NodeInfo
 
 PEAK_MARGIN = 1.02  # a GEMM result above the datasheet peak by more than this is a measurement error
+# Shared-filesystem throughput is reported per node but not compared across nodes: every node writes to the
+# same servers at the same moment, and a node that holds a brick or a cache reads locally, so differences
+# between nodes are the filesystem's layout, not a fault of the node (fs.mount/write/checksum judge health).
+NOT_FLEET_JUDGED = ("fs.write_bw", "fs.read_bw")
 
 
 def parse_probe_output(text: str, node: str) -> dict:
@@ -37,20 +41,28 @@ def parse_probe_output(text: str, node: str) -> dict:
 def assemble(*, cluster: str, level: str, nodes: Sequence[NodeInfo], probes: Mapping[str, dict],
              started_at: str, finished_at: str, fs_verify: Mapping[str, dict] | None = None,
              nccl: Sequence[NcclJob] = (), pairs: Sequence[PairResult] = (),
-             extra_checks: Sequence[CheckResult] = ()) -> ClusterReport:
-    """Every input judged; nodes in the order given; cluster-wide checks after the node results."""
+             extra_checks: Sequence[CheckResult] = (), probed: Sequence[str] | None = None) -> ClusterReport:
+    """Every input judged; nodes in the order given; cluster-wide checks after the node results.
+
+    `probed` names the nodes the probe was meant to run on (default: all); the others (a controller that
+    is no compute node) get no slurm.srun and no fs.checksum check, only what extra_checks says about them;
+    with `probed` given, only nodes whose probe ran read the other nodes' files (fs.checksum)."""
     names = [n.name for n in nodes]
+    readers = names if probed is None else [n for n in probed if (probes.get(n) or {}).get("mode") == "probe"]
+    probed = names if probed is None else list(probed)
     per_node: dict[str, list[CheckResult]] = {name: [] for name in names}
     cluster_checks: list[CheckResult] = []
     measurements: list[Measurement] = []
     for node in nodes:
+        if node.name not in probed:
+            continue
         doc = probes.get(node.name)
         per_node[node.name] += _probe_checks(node, doc)
         if doc and doc.get("mode") == "probe" and doc.get("probe_version") == PROBE_VERSION:
             measurements += [Measurement.from_dict({**m, "node": node.name}) for m in doc.get("measurements", [])]
     for result in judge(_samples(measurements)):
         per_node[result.node].append(_peak_sanity(result, measurements))
-    for result in _fs_checksums(names, probes, fs_verify):
+    for result in _fs_checksums(readers, probes, fs_verify):
         per_node[result.node].append(result)
     for result in judge_jobs(list(nccl), _fabric(nodes, probes)):
         (per_node[result.node] if result.node in per_node else cluster_checks).append(result)
@@ -94,7 +106,10 @@ def _samples(measurements: list[Measurement]) -> list[Sample]:
             floor = thresholds.pcie_floor(m.metric, m.context.get("pcie_gen"), m.context.get("pcie_width"))
         else:
             floor = None
-        out.append(Sample(m.metric, m.node, m.value, m.unit, str(model or "any"), m.subject, floor, m.detail))
+        group = f"{m.node}:{m.subject}" if m.metric in NOT_FLEET_JUDGED else str(model or "any")  # no peers
+        detail = "; ".join(filter(None, [m.detail, "reported, not compared across nodes (shared servers)"
+                                         if m.metric in NOT_FLEET_JUDGED else ""]))
+        out.append(Sample(m.metric, m.node, m.value, m.unit, group, m.subject, floor, detail))
     return out
 
 

@@ -31,6 +31,7 @@ class NodeExpectation:
     interconnect: str = "none"  # none, infiniband, efa
     interconnect_nics: int = 0
     fs_mount: str | None = None  # shared filesystem mount the probe writes to
+    fs_type: str | None = None  # spec filesystem.type (glusterfs, nfs, ...): the mount must be one; None: not checked
     fs_size_mib: int = 256
     run_id: str = "manual"
 
@@ -60,10 +61,11 @@ class NodeExpectation:
         software = spec.software
         cuda = max(software.cuda.versions, key=lambda v: tuple(int(p) for p in v.split(".")))
         mount = spec.filesystem.mount_point if spec.filesystem.type != "none" else None
+        fs_type = spec.filesystem.type if mount else None
         return cls(node=node.name, gpu_model=node.gpu_model, gpu_count=node.gpu_count,
                    driver_branch=software.nvidia_driver.branch, driver_version=software.nvidia_driver.version,
                    cuda_version=cuda, interconnect=node.interconnect, interconnect_nics=node.interconnect_nics,
-                   fs_mount=mount, fs_size_mib=fs_size_mib, run_id=run_id)
+                   fs_mount=mount, fs_type=fs_type, fs_size_mib=fs_size_mib, run_id=run_id)
 
 
 _TYPES = {"str": (str,), "int": (int,), "bool": (bool,)}

@@ -8,7 +8,7 @@ import typer
 from typer.exceptions import TyperException
 
 from provision import __version__
-from provision.cli import cluster_cmds, deploy_cmd, preflight_cmd, spec_cmds
+from provision.cli import certify_cmd, cluster_cmds, deploy_cmd, preflight_cmd, spec_cmds
 from provision.cli.output import err, print_findings, out
 from provision.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ProvisionError, SpecError
 
@@ -39,6 +39,7 @@ app.command()(cluster_cmds.plan)
 app.command()(cluster_cmds.up)
 app.command()(preflight_cmd.preflight)
 app.command()(deploy_cmd.deploy)
+app.command()(certify_cmd.certify)
 app.command()(cluster_cmds.status)
 app.command()(cluster_cmds.down)
 app.command("exec")(cluster_cmds.exec_)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "certify"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "certify"
 
 
 def _load_fake_nvml():

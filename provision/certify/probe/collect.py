@@ -106,17 +106,40 @@ def _filesystem(expect: NodeExpectation) -> tuple[dict | None, list[CheckResult]
     """Write and read back this node's file on the shared mount."""
     if not expect.fs_mount:
         return None, [CheckResult("fs.write", "na", node=expect.node, detail="no shared filesystem in the spec")], []
+    mounted = _mount_check(expect)
+    if mounted is not None and mounted.verdict == "fail":
+        return {"mount": expect.fs_mount, "error": mounted.detail}, [mounted], []
     result = fs.write_and_read(expect.fs_mount, expect.node, expect.run_id, expect.fs_size_mib)
+    first = [mounted] if mounted else []
     if result["error"]:
-        return result, [CheckResult("fs.write", "fail", node=expect.node, subject=expect.fs_mount,
-                                    detail=result["error"])], []
+        return result, first + [CheckResult("fs.write", "fail", node=expect.node, subject=expect.fs_mount,
+                                            detail=result["error"])], []
     same = result["sha256_written"] == result["sha256_read"]
-    checks = [CheckResult("fs.write", "pass", node=expect.node, subject=expect.fs_mount,
-                          value=result["size_bytes"], unit="bytes"),
-              CheckResult("fs.readback", "pass" if same else "fail", node=expect.node, subject=expect.fs_mount,
-                          value=result["sha256_read"][:16], threshold=result["sha256_written"][:16],
-                          source="SHA-256 of the written content",
-                          detail="" if same else "the file read back differs from what was written")]
+    checks = first + [CheckResult("fs.write", "pass", node=expect.node, subject=expect.fs_mount,
+                                  value=result["size_bytes"], unit="bytes"),
+                      CheckResult("fs.readback", "pass" if same else "fail", node=expect.node,
+                                  subject=expect.fs_mount, value=result["sha256_read"][:16],
+                                  threshold=result["sha256_written"][:16], source="SHA-256 of the written content",
+                                  detail="" if same else "the file read back differs from what was written")]
     measurements = [Measurement(metric, expect.node, result[key], "MB/s", subject=expect.fs_mount)
                     for metric, key in (("fs.write_bw", "write_mb_s"), ("fs.read_bw", "read_mb_s"))]
     return result, checks, measurements
+
+
+def _mount_check(expect: NodeExpectation) -> CheckResult | None:
+    """fs.mount: the shared filesystem of the spec's type is mounted (None when no type is expected).
+
+    Without it a node whose mount is gone would write into the empty directory beneath, and the other
+    nodes would be blamed for not seeing its file."""
+    if not expect.fs_type or not expect.fs_mount:
+        return None
+    found = fs.mount_type(expect.fs_mount)
+    wanted = fs.MOUNT_TYPES.get(expect.fs_type, (expect.fs_type,))
+    base = dict(node=expect.node, subject=expect.fs_mount, value=found, threshold=" or ".join(wanted),
+                source="/proc/self/mounts")
+    if found in wanted:
+        return CheckResult("fs.mount", "pass", **base)
+    why = (f"nothing is mounted on {expect.fs_mount}" if found is None
+           else f"{expect.fs_mount} is a {found} mount, not {expect.fs_type}")
+    return CheckResult("fs.mount", "fail", **base, detail=f"{why}: run `mount {expect.fs_mount}` on the node "
+                                                         "(or `provision deploy --tags filesystem`)")

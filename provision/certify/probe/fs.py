@@ -17,11 +17,26 @@ from typing import Iterator
 
 BLOCK = 4 * 1024 * 1024
 CERTIFY_DIR = ".provision-certify"
+# Kernel filesystem types (/proc/mounts) each spec filesystem.type may show up as.
+MOUNT_TYPES = {"glusterfs": ("fuse.glusterfs", "glusterfs"), "nfs": ("nfs", "nfs4"), "lustre": ("lustre",),
+               "beegfs": ("beegfs",)}
 
 
 def run_dir(mount: str, run_id: str) -> Path:
     """Where this run's files go on the shared mount."""
     return Path(mount) / CERTIFY_DIR / run_id
+
+
+def mount_type(mount: str, mounts_file: str = "/proc/self/mounts") -> str | None:
+    """The filesystem type mounted exactly at `mount`, or None when nothing is mounted there."""
+    try:
+        with open(mounts_file) as handle:
+            entries = [line.split() for line in handle]
+    except OSError:
+        return None
+    target = os.path.normpath(mount)
+    found = [e[2] for e in entries if len(e) > 2 and e[1].replace("\\040", " ") == target]
+    return found[-1] if found else None  # the last mount on a path is the visible one
 
 
 def blocks(node: str, run_id: str, size_mib: int) -> Iterator[bytes]:

@@ -1,0 +1,103 @@
+"""SSH sessions to every node for one certification run: connect in parallel, run commands, close.
+
+A node that cannot be reached is recorded with the reason (ConnectionFailure's one-line message) and
+every later command on it returns that reason instead of raising, so one dead node never stops the run.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from provision.adaptors import ssh
+from provision.errors import ConnectionFailure
+from provision.records import ClusterInfo, NodeInfo
+
+CONNECT_TIMEOUT_S = 5.0
+MAX_PARALLEL = 32
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One command on one node: exit status and output, or why it could not run (rc None)."""
+
+    node: str
+    rc: int | None
+    stdout: str = ""
+    stderr: str = ""
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Ran and exited 0."""
+        return self.rc == 0
+
+
+class Fleet:
+    """Open SSH clients to nodes (host keys verified); use as a context manager."""
+
+    def __init__(self, cluster: ClusterInfo, connect_timeout: float = CONNECT_TIMEOUT_S) -> None:
+        self.cluster = cluster
+        self.connect_timeout = connect_timeout
+        self.clients: dict[str, object] = {}
+        self.unreachable: dict[str, str] = {}
+
+    def __enter__(self) -> Fleet:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _target(self, node: NodeInfo) -> ssh.SshTarget:
+        return ssh.SshTarget(host=node.address or node.name, port=node.ssh_port, user=self.cluster.ssh_user,
+                             key_path=self.cluster.ssh_key_path, known_hosts_path=self.cluster.known_hosts_path)
+
+    def connect(self, nodes: Iterable[NodeInfo]) -> dict[str, str]:
+        """Connect to every node at once; returns {node: reason} for those that could not be reached."""
+        todo = [n for n in nodes if n.name not in self.clients]
+
+        def one(node: NodeInfo) -> tuple[str, object | None, str | None]:
+            try:
+                return node.name, ssh.connect(self._target(node), timeout=self.connect_timeout), None
+            except ConnectionFailure as exc:
+                return node.name, None, str(exc)
+
+        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, max(len(todo), 1))) as pool:
+            for name, client, reason in pool.map(one, todo):
+                if client is None:
+                    self.unreachable[name] = reason or "unreachable"
+                else:
+                    self.clients[name] = client
+        return dict(self.unreachable)
+
+    def reachable(self, name: str) -> bool:
+        """Whether the node has an open session."""
+        return name in self.clients
+
+    def run(self, name: str, command: str, timeout: float = 60.0) -> Outcome:
+        """Run one command; never raises for a dead node or a lost connection."""
+        client = self.clients.get(name)
+        if client is None:
+            return Outcome(name, None, error=self.unreachable.get(name, "not connected"))
+        try:
+            rc, out, err = ssh.run(client, command, timeout)
+        except Exception as exc:  # socket timeouts and paramiko errors: the node stopped answering
+            return Outcome(name, None, error=f"command failed over SSH ({exc.__class__.__name__}: {exc})")
+        return Outcome(name, rc, out, err)
+
+    def run_many(self, commands: Mapping[str, str], timeout: float = 60.0) -> dict[str, Outcome]:
+        """Run one command per node, all at once."""
+        if not commands:
+            return {}
+        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(commands))) as pool:
+            futures = {name: pool.submit(self.run, name, cmd, timeout) for name, cmd in commands.items()}
+            return {name: future.result() for name, future in futures.items()}
+
+    def close(self) -> None:
+        """Close every session."""
+        for client in self.clients.values():
+            try:
+                client.close()
+            except Exception:  # closing a broken transport must not hide the real result
+                pass
+        self.clients.clear()

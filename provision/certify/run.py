@@ -1,0 +1,388 @@
+"""Certify a running cluster: every check, from the control node, over SSH to the nodes and through Slurm.
+
+Order of one run (quick on 4 sandbox nodes: about 15 s):
+1. SSH to every node at once (node.reachable); the controller makes a munge credential.
+2. Per node, one SSH command: write the node's expectation, report slurmd, decode the credential
+   (munge.credential, slurm.slurmd); on the controller: scontrol ping and sinfo (slurm.controller,
+   slurm.node_state).
+3. ONE srun across every compute node that can take a step runs the probe (one task per node), then a
+   second one the filesystem cross-check; a node left out or whose task failed gets slurm.srun failed
+   with the reason (srun's error line, or why it was left out).
+4. sbatch across the same nodes (slurm.sbatch, waited for in sacct) while the pairwise network matrix
+   runs (net.pairwise_bw, net.node_bw); the GPU gres check and, at standard and full, nccl-tests.
+5. Clean up (iperf3 servers by PID, scratch folders), assemble, write the reports, optionally drain.
+
+The controller-only node is no Slurm compute node: the probe (GPU, filesystem) and slurm.slurmd do
+not apply to it; it takes part in node.reachable, munge.credential (as the reference), slurm.controller
+and the network matrix.
+"""
+from __future__ import annotations
+
+import json
+import random
+import secrets
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from provision.certify import bundle, gpu_jobs, network, slurm_checks, srun
+from provision.certify.assemble import assemble, parse_probe_output
+from provision.certify.expect import LEVELS, NodeExpectation
+from provision.certify.fleet import Fleet
+from provision.certify.nccl import NcclJob
+from provision.certify.netmatrix import PairResult
+from provision.certify.records import CheckResult, ClusterReport
+from provision.certify.report import ReportPaths, write_to_state
+from provision.errors import CertifyError, UsageError
+from provision.providers import cluster_state
+from provision.providers.base import Progress, silent
+from provision.records import ClusterInfo, NodeInfo
+from provision.spec.model import ClusterSpec
+
+PREFIX = "/opt/gpu-provision/certify"  # the certify role's certify_prefix
+PROBE = f"{PREFIX}/bin/certify-probe"
+GPUBENCH = f"{PREFIX}/bin/gpubench"
+FS_SIZE_MIB = {"quick": 16, "standard": 256, "full": 1024}
+PROBE_TIMEOUT_S = {"quick": 120, "standard": 1800, "full": 3 * 3600}
+VERIFY_TIMEOUT_S = 300
+SACCT_WAIT_S = 60.0
+SANDBOX_BITRATE = "1G"  # sandbox links are veth pairs: their raw speed is the host's CPU, not a link
+
+
+@dataclass(frozen=True)
+class CertifyOptions:
+    """How deep to go and what to do with failed nodes."""
+
+    level: str = "quick"
+    drain_failed: bool = False
+    iperf3_bitrate: str | None = None  # pace iperf3 (e.g. "1G"); None: full speed, or SANDBOX_BITRATE on the sandbox
+    iperf3_seconds: int = network.IPERF3_SECONDS
+    nccl_tests: str = gpu_jobs.NCCL_TESTS_BIN
+
+    def __post_init__(self) -> None:
+        if self.level not in LEVELS:
+            raise UsageError(f"--level: '{self.level}' is not a level", hint=f"use one of {', '.join(LEVELS)}")
+
+
+@dataclass
+class CertifyRun:
+    """A finished certification: the report, where it was written, which nodes were drained."""
+
+    report: ClusterReport
+    paths: ReportPaths | None = None
+    drained: dict[str, str] = field(default_factory=dict)  # node -> drain reason
+    drain_errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """No check failed."""
+        return self.report.verdict != "fail"
+
+    @property
+    def failed_nodes(self) -> list[str]:
+        """Nodes with a failed check, in node order."""
+        return [n.name for n in self.report.nodes if n.verdict == "fail"]
+
+    @property
+    def seconds(self) -> float:
+        """Wall time from the report's timestamps."""
+        return (datetime.fromisoformat(self.report.finished_at)
+                - datetime.fromisoformat(self.report.started_at)).total_seconds()
+
+
+def now_iso() -> str:
+    """UTC timestamp with milliseconds."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def new_run_id() -> str:
+    """Unique and sortable: UTC time plus random hex (names the scratch folders of the run)."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+
+
+def certify(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions = CertifyOptions(),
+            progress: Progress = silent) -> CertifyRun:
+    """Run every check, write report.json/.xml/.html under the state's reports folder, drain if asked."""
+    if not cluster.nodes or all(n.state in ("planned", "absent") for n in cluster.nodes):
+        raise CertifyError(f"cluster {cluster.name} has no running nodes", hint="bring it up first: provision up SPEC")
+    report = collect(spec, cluster, options, progress)
+    run = CertifyRun(report, write_to_state(report, cluster_state(spec)))
+    if options.drain_failed:
+        run.drained, run.drain_errors = drain(cluster, report, progress)
+    return run
+
+
+@dataclass
+class _Run:
+    """What one collection accumulates."""
+
+    spec: ClusterSpec
+    cluster: ClusterInfo
+    options: CertifyOptions
+    progress: Progress
+    run_id: str = field(default_factory=new_run_id)
+    checks: list[CheckResult] = field(default_factory=list)
+    probes: dict[str, dict] = field(default_factory=dict)
+    fs_verify: dict[str, dict] | None = None
+    pairs: list[PairResult] = field(default_factory=list)
+    nccl: list[NcclJob] = field(default_factory=list)
+
+    @property
+    def controller(self) -> str:
+        return self.cluster.controller.name
+
+    @property
+    def compute(self) -> list[NodeInfo]:
+        return self.cluster.with_role("compute")
+
+    def job(self, what: str) -> str:
+        return f"certify-{what}-{self.run_id}"
+
+
+def collect(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions,
+            progress: Progress = silent) -> ClusterReport:
+    """Measure everything and assemble the report (nothing written)."""
+    run = _Run(spec, cluster, options, progress)
+    started = now_iso()
+    with Fleet(cluster) as fleet:
+        progress(f"certify {options.level}: connecting to {len(cluster.nodes)} nodes")
+        unreachable = fleet.connect(cluster.nodes)
+        run.checks += [slurm_checks.reachable_check(n.name, unreachable.get(n.name)) for n in cluster.nodes]
+        try:
+            eligible = _prechecks(run, fleet)
+            answered = _probe(run, fleet, eligible)
+            _fs_verify(run, fleet, answered)
+            _sbatch_and_network(run, fleet, answered)
+            _gpu_jobs(run, fleet, answered)
+        finally:
+            _cleanup(run, fleet)
+    return assemble(cluster=cluster.name, level=options.level, nodes=cluster.nodes, probes=run.probes,
+                    started_at=started, finished_at=now_iso(), fs_verify=run.fs_verify, nccl=run.nccl,
+                    pairs=run.pairs, extra_checks=run.checks, probed=[n.name for n in run.compute])
+
+
+def _expectation(run: _Run, node: NodeInfo) -> str:
+    expect = NodeExpectation.for_node(node, run.spec, run_id=run.run_id, fs_size_mib=FS_SIZE_MIB[run.options.level])
+    return json.dumps(expect.to_dict(), separators=(",", ":"))
+
+
+def _prechecks(run: _Run, fleet: Fleet) -> list[str]:
+    """Munge, slurmd and node states; returns the compute nodes a step can be placed on."""
+    ctl = run.controller
+    made = fleet.run(ctl, "munge -n", 15)
+    credential = made.stdout.strip() if made.ok and made.stdout.startswith("MUNGE:") else None
+    reachable = [n for n in run.cluster.nodes if fleet.reachable(n.name)]
+    digest_file = f"{PREFIX}/probe/{bundle.DIGEST_FILE}"
+    outcomes = fleet.run_many({n.name: slurm_checks.precheck_command(run.run_id, _expectation(run, n), credential,
+                                                                     n.has_role("compute"), digest_file)
+                               for n in reachable}, timeout=30)
+    fields = {name: slurm_checks.parse_fields(o.stdout) for name, o in outcomes.items() if o.rc is not None}
+    state = fleet.run(ctl, slurm_checks.state_command(), 30)
+    ping, states = slurm_checks.parse_states(state.stdout) if state.rc is not None else ("", {})
+    if fleet.reachable(ctl):
+        run.checks.append(slurm_checks.controller_check(ctl, ping, state.error or state.stderr.strip()))
+        run.checks += slurm_checks.munge_checks(credential, ctl, made.error or made.stderr.strip(), fields)
+    eligible = []
+    expected = bundle.digest()
+    for node in run.compute:
+        reasons = _blockers(run, fleet, node.name, fields, states, expected, outcomes)
+        if reasons:
+            run.probes[node.name] = {"mode": "error", "error": "not run: " + "; ".join(reasons)}
+        else:
+            eligible.append(node.name)
+    return eligible
+
+
+def _blockers(run: _Run, fleet: Fleet, node: str, fields: dict[str, dict[str, str]],
+              states: dict[str, tuple[str, str]], expected_digest: str, outcomes: dict) -> list[str]:
+    """Record the node's slurmd, probe and Slurm-state checks; return why no step can run on it (empty: it can)."""
+    ctl = run.controller
+    reasons = []
+    if not fleet.reachable(node):
+        reasons.append(f"node unreachable ({fleet.unreachable.get(node)})")
+    elif node in fields:
+        slurmd = slurm_checks.slurmd_check(node, fields[node])
+        probe = slurm_checks.probe_check(node, fields[node], expected_digest)
+        run.checks += [slurmd, probe]
+        if slurmd.verdict == "fail":
+            reasons.append("slurmd is not running")
+        if probe.verdict == "fail":
+            reasons.append("the probe is missing or out of date")
+    else:
+        reasons.append(f"the node stopped answering ({outcomes[node].error})")
+    if fleet.reachable(ctl):
+        run.checks.append(slurm_checks.node_state_check(node, states.get(node)))
+        if not slurm_checks.runnable(states.get(node)):
+            reasons.append(f"Slurm lists it as {(states.get(node) or ('unknown',))[0]}")
+    else:
+        reasons.append(f"the controller {ctl} is unreachable")
+    munge = next((c for c in run.checks if c.check == "munge.credential" and c.node == node), None)
+    if munge is not None and munge.verdict == "fail":
+        reasons.append("its munge key does not match the controller's")
+    return reasons
+
+
+def _step(run: _Run, fleet: Fleet, step: srun.Step) -> tuple[srun.StepOutput, object, float]:
+    started = time.monotonic()
+    outcome = fleet.run(run.controller, step.shell(), step.timeout_s + srun.KILL_AFTER_S + 15)
+    output = srun.parse(outcome.rc, outcome.stdout, outcome.stderr)
+    if outcome.rc is None:
+        output.general.append(outcome.error or "the controller stopped answering")
+    return output, outcome, time.monotonic() - started
+
+
+def _probe(run: _Run, fleet: Fleet, eligible: list[str]) -> list[str]:
+    """The probe on every eligible node in one srun; returns the nodes whose document came back."""
+    level = run.options.level
+    compute = [n.name for n in run.compute]
+    if not eligible:
+        run.checks.append(slurm_checks.srun_all_check(compute, [], None))
+        return []
+    run.progress(f"probe ({level}) on {len(eligible)} nodes in one srun")
+    command = (f"{PROBE} --level {level} --expect-json @{slurm_checks.expect_path(run.run_id)} "
+               f"--gpubench {GPUBENCH}")
+    output, _, seconds = _step(run, fleet, srun.Step(tuple(eligible), command, run.job("probe"),
+                                                     PROBE_TIMEOUT_S[level]))
+    missing = output.missing(eligible)
+    answered = []
+    for node in eligible:
+        if node in missing:
+            run.probes[node] = {"mode": "error", "error": f"srun task failed: {missing[node]}"}
+            continue
+        try:
+            run.probes[node] = parse_probe_output(output.texts[node], node)
+            answered.append(node)
+        except CertifyError as exc:
+            run.probes[node] = {"mode": "error", "error": str(exc)}
+    run.checks.append(slurm_checks.srun_all_check(compute, answered, seconds))
+    return answered
+
+
+def _fs_verify(run: _Run, fleet: Fleet, answered: list[str]) -> None:
+    """Second srun: every node reads every node's file of this run."""
+    if run.spec.filesystem.type == "none" or not answered:
+        return
+    command = f"{PROBE} --fs-verify --expect-json @{slurm_checks.expect_path(run.run_id)}"
+    output, _, _ = _step(run, fleet, srun.Step(tuple(answered), command, run.job("fsverify"), VERIFY_TIMEOUT_S))
+    run.fs_verify = {}
+    for node in answered:
+        try:
+            run.fs_verify[node] = parse_probe_output(output.texts.get(node, ""), node)
+        except CertifyError:
+            continue  # assemble reports "no verification document" on that node
+
+
+def _sbatch_and_network(run: _Run, fleet: Fleet, answered: list[str]) -> None:
+    """Submit the accounting job, measure the matrix while it runs, then wait for sacct."""
+    result: dict[str, CheckResult] = {}
+    waiter = None
+    if answered:
+        waiter = threading.Thread(target=lambda: result.update(check=_sbatch(run, fleet, answered)), daemon=True)
+        waiter.start()
+    else:
+        result["check"] = slurm_checks.sbatch_check(None, None, "no compute node could take a job")
+    _network(run, fleet)
+    if waiter is not None:
+        waiter.join(SACCT_WAIT_S + 30)
+    run.checks.append(result.get("check") or slurm_checks.sbatch_check(None, None, "the sbatch check did not finish"))
+
+
+def _sbatch(run: _Run, fleet: Fleet, nodes: list[str]) -> CheckResult:
+    started = time.monotonic()
+    submitted = fleet.run(run.controller, slurm_checks.sbatch_command(nodes, run.job("sbatch")), 30)
+    job = submitted.stdout.strip().split(";")[0]
+    if not submitted.ok or not job.isdigit():
+        return slurm_checks.sbatch_check(None, None, submitted.error or submitted.stderr.strip())
+    accounted = slurm_checks.Accounted(None, None)
+    while time.monotonic() - started < SACCT_WAIT_S:
+        polled = fleet.run(run.controller, slurm_checks.sacct_command(job), 15)
+        accounted = slurm_checks.parse_sacct(polled.stdout)
+        if accounted.done:
+            break
+        time.sleep(0.5)
+    if not accounted.done:
+        fleet.run(run.controller, f"scancel {job}", 15)
+    return slurm_checks.sbatch_check(job, accounted, seconds=time.monotonic() - started)
+
+
+def _network(run: _Run, fleet: Fleet) -> None:
+    """Pairwise matrix over every reachable node: ib_write_bw where all compute nodes have RDMA, else iperf3."""
+    reachable = [n for n in run.cluster.nodes if fleet.reachable(n.name)]
+    compute = [n.name for n in run.compute if n.name in run.probes and run.probes[n.name].get("mode") == "probe"]
+    rdma, device = network.rdma_device(run.probes, compute)
+    if rdma and len(compute) >= 2:
+        addresses = {n.name: n.address or n.name for n in run.compute if n.name in compute}
+        run.progress(f"ib_write_bw matrix over {len(addresses)} nodes")
+        run.pairs = network.measure_rdma(fleet, addresses, network.IbWriteBw(port=18515, device=device))
+        return
+    if len(reachable) < 2:
+        return
+    addresses = {n.name: n.address or n.name for n in reachable}
+    bitrate = run.options.iperf3_bitrate or (SANDBOX_BITRATE if run.cluster.sandbox else None)
+    tool = network.Iperf3(port=random.randint(20000, 29999), seconds=run.options.iperf3_seconds, bitrate=bitrate)
+    run.progress(f"iperf3 matrix over {len(addresses)} nodes ({len(addresses) - 1 + len(addresses) % 2} rounds)")
+    run.pairs = network.measure_iperf3(fleet, addresses, run.run_id, tool)
+
+
+def _gpu_jobs(run: _Run, fleet: Fleet, answered: list[str]) -> None:
+    """gres check on GPU nodes (every level) and nccl-tests (standard, full); n/a lines otherwise."""
+    level = run.options.level
+    gpu_nodes = [n for n in run.compute if n.gpu_count and n.name in answered]
+    has_gpus = any(n.gpu_count for n in run.compute)
+    run.checks += gpu_jobs.not_applicable(level, has_gpus)
+    if not gpu_nodes:
+        return
+    names = [n.name for n in gpu_nodes]
+    output, _, _ = _step(run, fleet, gpu_jobs.gres_step(names, run.job("gres")))
+    run.checks += gpu_jobs.gres_checks(output, names)
+    if level == "quick":
+        return
+    gpus = min(n.gpu_count for n in gpu_nodes)
+    run.progress(f"nccl-tests all_reduce_perf on {len(names)} nodes")
+    output, _, _ = _step(run, fleet, gpu_jobs.node_nccl_step(names, gpus, level, run.job("nccl-node"),
+                                                              run.options.nccl_tests))
+    run.nccl += gpu_jobs.node_nccl_jobs(output, names)
+    if len(names) >= 2:
+        output, outcome, _ = _step(run, fleet, gpu_jobs.cluster_nccl_step(names, gpus, level, run.job("nccl-all"),
+                                                                           run.options.nccl_tests))
+        run.nccl.append(gpu_jobs.cluster_nccl_job(outcome.rc, outcome.stdout, output, names))
+
+
+def _cleanup(run: _Run, fleet: Fleet) -> None:
+    """Remove this run's scratch folders on every node and its files on the shared filesystem."""
+    writer = next((n for n, d in run.probes.items() if d.get("mode") == "probe" and (d.get("fs") or {}).get("path")),
+                  None)
+    commands = {n: f"rm -rf {slurm_checks.run_dir(run.run_id)}" for n in fleet.clients}
+    if writer and run.spec.filesystem.type != "none":
+        folder = f"{run.spec.filesystem.mount_point}/.provision-certify/{run.run_id}"
+        commands[writer] += f"; rm -rf {folder}"
+    fleet.run_many(commands, timeout=60)
+
+
+def drain(cluster: ClusterInfo, report: ClusterReport,
+          progress: Progress = silent) -> tuple[dict[str, str], dict[str, str]]:
+    """Drain every failed compute node in Slurm, the reason naming its failed checks; ({node: reason}, errors)."""
+    compute = {n.name for n in cluster.with_role("compute")}
+    drained, errors = {}, {}
+    targets = [n for n in report.nodes if n.verdict == "fail" and n.name in compute]
+    if not targets:
+        return drained, errors
+    with Fleet(cluster) as fleet:
+        fleet.connect([cluster.controller])
+        for node in targets:
+            failed = failed_checks(report, node.name)
+            outcome = fleet.run(cluster.controller.name, slurm_checks.drain_command(node.name, failed), 30)
+            if outcome.ok:
+                drained[node.name] = slurm_checks.drain_reason(failed)
+                progress(f"drained {node.name}")
+            else:
+                errors[node.name] = outcome.error or outcome.stderr.strip() or f"exit {outcome.rc}"
+    return drained, errors
+
+
+def failed_checks(report: ClusterReport, node: str) -> Sequence[str]:
+    """The ids of a node's failed checks, once each, in report order."""
+    found = next((n for n in report.nodes if n.name == node), None)
+    return list(dict.fromkeys(c.check for c in found.checks if c.verdict == "fail")) if found else []

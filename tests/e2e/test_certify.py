@@ -1,0 +1,193 @@
+"""Issue 8 end to end on the shared 4-node sandbox: certify quick passes, and each fault fails the right
+check on the right node. Every fault is undone in `finally`, and the test ends with certify passing again.
+
+Durations and network figures are printed even under -q, for quoting.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import statistics
+import time
+from datetime import datetime
+
+import jsonschema
+import pytest
+
+from conftest import provision
+from provision.certify.report import json_report
+from provision.providers import cluster_state
+from provision.providers.sandbox import faults
+from provision.spec import load_spec
+from test_deploy_faults import faults_target
+
+pytestmark = pytest.mark.e2e
+
+QUICK_LIMIT_S = 60
+SLOW_RATE = "20mbit"  # the sandbox certify paces iperf3 at 1 Gb/s: this is 2 % of a healthy link
+
+
+def certify(cluster, *args: str) -> tuple[int, dict]:
+    """`provision certify SPEC --json`: (exit code, the JSON report)."""
+    result = provision("certify", str(cluster.spec_path), "--json", *args, check=False, timeout=600)
+    assert result.stdout.strip(), result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+def seconds(doc: dict) -> float:
+    return (datetime.fromisoformat(doc["finished_at"]) - datetime.fromisoformat(doc["started_at"])).total_seconds()
+
+
+def checks(doc: dict, node: str | None = None) -> list[dict]:
+    if node is None:
+        return [c for n in doc["nodes"] for c in n["checks"]] + doc["checks"]
+    return next(n["checks"] for n in doc["nodes"] if n["name"] == node)
+
+
+def failed(doc: dict) -> set[tuple[str | None, str]]:
+    """(node, check) of every failed check; cluster-wide checks have node None."""
+    return {(c["node"], c["check"]) for c in checks(doc) if c["verdict"] == "fail"}
+
+
+def failed_nodes(doc: dict) -> set[str]:
+    return {n["name"] for n in doc["nodes"] if n["verdict"] == "fail"}
+
+
+def wait_healthy(cluster, timeout: float = 180) -> None:
+    """Every compute node idle in Slurm with slurmd running and /shared mounted."""
+    deadline = time.monotonic() + timeout
+    states = ""
+    while time.monotonic() < deadline:
+        states = cluster.ssh(cluster.controller, "sinfo -h -N -o '%N %T'", check=False).stdout
+        table = dict(line.split() for line in states.splitlines() if line.strip())
+        if all(table.get(n) == "idle" for n in cluster.compute):
+            if all(cluster.ssh(n, "systemctl is-active slurmd && findmnt -n /shared", check=False).returncode == 0
+                   for n in cluster.compute):
+                return
+        time.sleep(2)
+    raise AssertionError(f"cluster not healthy after {timeout} s:\n{states}")
+
+
+def assert_passes_again(cluster) -> dict:
+    wait_healthy(cluster)
+    rc, doc = certify(cluster)
+    assert rc == 0 and doc["verdict"] == "pass", failed(doc)
+    return doc
+
+
+def report(capsys, message: str) -> None:
+    """Shown even under -q (figures for the lead to quote)."""
+    with capsys.disabled():
+        print(f"\n[certify e2e] {message}")
+
+
+def test_quick_passes_five_runs_in_a_row_with_gpu_checks_not_applicable(slurm_cluster, capsys):
+    wait_healthy(slurm_cluster)
+    durations = []
+    for attempt in range(5):
+        rc, doc = certify(slurm_cluster)
+        durations.append(seconds(doc))
+        alarms = [(c["node"], c["check"], c["verdict"], c["detail"]) for c in checks(doc)
+                  if c["verdict"] in ("fail", "warn")]
+        assert rc == 0 and doc["verdict"] == "pass" and alarms == [], f"run {attempt + 1}: {alarms}"
+        assert durations[-1] < QUICK_LIMIT_S
+        gpu = [c for c in checks(doc) if c["check"].startswith(("gpu.", "nccl.")) or c["check"] == "slurm.gres"]
+        assert gpu and all(c["verdict"] == "na" for c in gpu)
+        jsonschema.validate(doc, json_report.schema())
+    matrix = doc["network"]
+    assert matrix["tool"] == "iperf3" and matrix["nodes"] == [n.name for n in slurm_cluster.info.nodes]
+    links = [v for row in matrix["values"] for v in row if v is not None]
+    assert len(links) == len(matrix["nodes"]) * (len(matrix["nodes"]) - 1)
+    report(capsys, f"quick on {len(matrix['nodes'])} nodes, 5 runs: {', '.join(f'{d:.1f}' for d in durations)} s; "
+           f"iperf3 links (paced 1 Gb/s) min {min(links):.3f} median {statistics.median(links):.3f} "
+           f"max {max(links):.3f} Gb/s")
+    latest = max(cluster_state(load_spec(slurm_cluster.spec_path)).reports_dir.glob("*-quick"))
+    assert json.loads((latest / "report.json").read_text())["verdict"] == "pass"
+    assert (latest / "report.xml").stat().st_size > 0
+    html = (latest / "report.html").read_text()
+    assert "<svg" in html and "<script src=" not in html and "<link " not in html  # self-contained
+
+
+def test_stopped_slurmd_fails_the_slurm_checks_of_that_node(slurm_cluster):
+    victim = "store01"
+    root, name = faults_target(slurm_cluster)
+    faults.stop_service(root, name, victim, "slurmd")
+    try:
+        rc, doc = certify(slurm_cluster)
+    finally:
+        slurm_cluster.ssh(victim, "systemctl start slurmd")
+    assert rc == 1 and failed_nodes(doc) == {victim}
+    assert {(victim, "slurm.slurmd"), (victim, "slurm.srun")} <= failed(doc)
+    assert {node for node, _ in failed(doc)} == {victim, None}
+    assert_passes_again(slurm_cluster)
+
+
+def test_wrong_munge_key_fails_munge_on_that_node(slurm_cluster):
+    victim = "store02"
+    key = "/etc/munge/munge.key"
+    original = slurm_cluster.ssh(victim, f"base64 -w0 {key}").stdout.strip()  # never printed
+    restore = (f"echo {original} | base64 -d > {key} && chown munge:munge {key} && chmod 0400 {key} "
+               "&& systemctl restart munge")
+    wrong = base64.b64encode(bytes(range(256)) * 4).decode()
+    slurm_cluster.ssh(victim, restore.replace(original, wrong))
+    try:
+        rc, doc = certify(slurm_cluster)
+    finally:
+        slurm_cluster.ssh(victim, restore)
+    assert rc == 1 and failed_nodes(doc) == {victim}
+    munge = {c["node"]: c["verdict"] for c in checks(doc) if c["check"] == "munge.credential"}
+    assert munge == {**{n.name: "pass" for n in slurm_cluster.info.nodes}, victim: "fail"}
+    assert original not in json.dumps(doc)
+    assert_passes_again(slurm_cluster)
+
+
+def test_slowed_link_is_localised_to_that_node(slurm_cluster, capsys):
+    victim = "node01"
+    root, name = faults_target(slurm_cluster)
+    faults.slow_link(root, name, victim, rate=SLOW_RATE)
+    try:
+        rc, doc = certify(slurm_cluster)
+    finally:
+        faults.restore_link(root, name, victim)
+    assert rc == 1 and failed_nodes(doc) == {victim}
+    node_bw = {c["node"]: c for c in checks(doc) if c["check"] == "net.node_bw"}
+    assert {n: c["verdict"] for n, c in node_bw.items()} == {
+        **{n.name: "pass" for n in slurm_cluster.info.nodes}, victim: "fail"}
+    slow = [c for c in doc["checks"] if c["check"] == "net.pairwise_bw" and c["verdict"] == "fail"]
+    assert slow and all(victim in c["subject"].split("->") for c in slow)
+    healthy = [c["value"] for c in doc["checks"] if c["check"] == "net.pairwise_bw" and c["verdict"] == "pass"]
+    report(capsys, f"{victim} shaped to {SLOW_RATE}: its links {min(c['value'] for c in slow):.3f}-"
+           f"{max(c['value'] for c in slow):.3f} Gb/s, node median {node_bw[victim]['value']} Gb/s; other links "
+           f"median {statistics.median(healthy):.3f} Gb/s; run took {seconds(doc):.1f} s")
+    assert_passes_again(slurm_cluster)
+
+
+def test_unmounted_shared_filesystem_fails_the_fs_checks_of_that_node(slurm_cluster):
+    victim = "store01"
+    slurm_cluster.ssh(victim, "umount -l /shared")
+    try:
+        rc, doc = certify(slurm_cluster)
+    finally:
+        slurm_cluster.ssh(victim, "findmnt -n /shared >/dev/null || mount /shared")
+    assert rc == 1 and failed_nodes(doc) == {victim}
+    assert (victim, "fs.mount") in failed(doc)
+    assert {check for node, check in failed(doc)} <= {"fs.mount", "fs.checksum"}
+    assert_passes_again(slurm_cluster)
+
+
+def test_unreachable_node_fails_on_that_node_and_drain_failed_drains_it(slurm_cluster):
+    victim = "node01"
+    root, name = faults_target(slurm_cluster)
+    faults.stop_node(root, name, victim)
+    try:
+        rc, doc = certify(slurm_cluster, "--drain-failed")
+        reason = slurm_cluster.ssh(slurm_cluster.controller, f"sinfo -h -n {victim} -o '%T|%E'").stdout.strip()
+    finally:
+        faults.start_node(root, name, victim)
+        slurm_cluster.ssh(slurm_cluster.controller, f"scontrol update nodename={victim} state=resume", check=False)
+    assert rc == 1 and failed_nodes(doc) == {victim}
+    reachable = next(c for c in checks(doc, victim) if c["check"] == "node.reachable")
+    assert reachable["verdict"] == "fail" and "cannot reach the node" in reachable["detail"]
+    state, _, why = reason.partition("|")
+    assert state.startswith("drain") and why.startswith("certify: ") and "node.reachable" in why
+    assert_passes_again(slurm_cluster)

@@ -1,0 +1,174 @@
+"""The runner end to end against a fake cluster at the SSH boundary: every failure lands on its node.
+
+The fake answers the commands the runner sends (munge, sinfo, srun, sbatch/sacct, iperf3) the way the
+sandbox does; the probe itself is the real one, run in-process with the shared mount in a temp folder.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from provision.certify import bundle, run as runner
+from provision.certify.expect import NodeExpectation
+from provision.certify.fleet import Fleet, Outcome
+from provision.certify.probe import collect
+from provision.certify.srun import NODE_MARK
+from provision.records import ClusterInfo, NodeInfo
+from provision.spec.model import ClusterSpec
+
+SPEC = ClusterSpec.model_validate({
+    "name": "unit", "provider": {"type": "sandbox", "subnet": "10.99.0.0/24"},
+    "node_groups": [{"name": "ctl", "roles": ["controller"], "count": 1},
+                    {"name": "node", "roles": ["compute"], "count": 1, "partition": "batch",
+                     "default_partition": True},
+                    {"name": "store", "roles": ["compute", "storage"], "count": 2, "partition": "batch"}],
+    "filesystem": {"type": "glusterfs", "mount_point": "/shared", "replica": 2},
+})
+ROLES = {"ctl01": ("controller",), "node01": ("compute",), "store01": ("compute", "storage"),
+         "store02": ("compute", "storage")}
+CLUSTER = ClusterInfo(name="unit", provider="sandbox", sandbox=True, nodes=tuple(
+    NodeInfo(name=name, group=name[:-2], roles=roles, address=f"10.99.0.{10 + i}", state="running")
+    for i, (name, roles) in enumerate(ROLES.items())))
+
+
+class FakeSandbox(Fleet):
+    """Answers like the 4-node sandbox; faults: down (no SSH), slurmd_off, bad_key, launch_fails."""
+
+    faults: dict = {}
+    shared = None
+    log: list = []
+
+    def connect(self, nodes):
+        for node in nodes:
+            if node.name in self.faults.get("down", ()):
+                self.unreachable[node.name] = f"{node.address}:22: connection refused"
+            else:
+                self.clients[node.name] = object()
+        return dict(self.unreachable)
+
+    def close(self):
+        self.clients.clear()
+
+    def run(self, name, command, timeout=60.0):
+        if name not in self.clients:
+            return Outcome(name, None, error=self.unreachable.get(name, "not connected"))
+        self.log.append((name, command))
+        if command == "munge -n":
+            return Outcome(name, 0, "MUNGE:fake-credential:\n")
+        if "iperf3 -s" in command:
+            return Outcome(name, 0, "4242\n")
+        if "iperf3" in command:
+            return Outcome(name, 0, json.dumps({"end": {"sum_received": {"bits_per_second": 1e9}}}))
+        if "expect.json" in command and "printf" in command:
+            return Outcome(name, 0, self._precheck(name, command))
+        if command.startswith("scontrol ping"):
+            rows = "\n".join(f"{n}|idle|none" for n, roles in ROLES.items() if "compute" in roles)
+            return Outcome(name, 0, f"Slurmctld(primary) at ctl01 is UP\n--\n{rows}\n")
+        if command.startswith("sbatch"):
+            return Outcome(name, 0, "42\n")
+        if command.startswith("sacct"):
+            return Outcome(name, 0, "COMPLETED|0:0\n")
+        if " srun " in command:
+            return self._srun(name, command)
+        return Outcome(name, 0)  # rm -rf, kill, scontrol update
+
+    def _precheck(self, name, command):
+        argv = shlex.split(command.splitlines()[1])
+        self.expectations = getattr(self, "expectations", {})
+        self.expectations[name] = json.loads(argv[2])
+        lines = ["slurmd=" + ("inactive" if name in self.faults.get("slurmd_off", ()) else "active"),
+                 f"probe_digest={bundle.digest()}"]
+        if name in self.faults.get("bad_key", ()):
+            lines += ["munge_rc=1", "munge=unmunge: Error: Invalid credential"]
+        else:
+            lines += ["munge_rc=0", "munge=STATUS: Success (0)"]
+        return "\n".join(lines) + "\n"
+
+    def _srun(self, name, command):
+        argv = shlex.split(command)
+        nodes = argv[argv.index("-w") + 1].split(",")
+        out, err = [], []
+        for task, node in enumerate(nodes):
+            if node in self.faults.get("launch_fails", ()):
+                err.append(f"srun: error: Task launch for StepId=7.0 failed on node {node}: "
+                           "Communication connection failure")
+                continue
+            expect = NodeExpectation(**{**self.expectations[node], "fs_mount": str(self.shared), "fs_type": None})
+            doc = collect.verify_filesystem(expect) if "--fs-verify" in command else collect.run(expect, "quick")
+            out += [f"{task}: {NODE_MARK}{node}", f"{task}: {json.dumps(doc)}"]
+        return Outcome(name, 1 if err else 0, "\n".join(out) + "\n", "\n".join(err) + "\n")
+
+
+@pytest.fixture
+def sandbox(tmp_path, monkeypatch):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    FakeSandbox.faults, FakeSandbox.shared, FakeSandbox.log = {}, shared, []
+    monkeypatch.setattr(runner, "Fleet", FakeSandbox)
+    monkeypatch.setattr(runner, "write_to_state", lambda report, state: None)
+    return FakeSandbox
+
+
+def failures(report):
+    return {(c.node, c.check) for c in report.all_checks() if c.verdict == "fail"}
+
+
+def srun_nodes(log):
+    steps = [shlex.split(c) for _, c in log if " srun " in c and not c.startswith("sbatch")]
+    return [s[s.index("-w") + 1] for s in steps]
+
+
+def test_healthy_cluster_passes_with_gpu_checks_not_applicable(sandbox):
+    result = runner.certify(SPEC, CLUSTER, runner.CertifyOptions())
+    report = result.report
+    assert report.verdict == "pass" and failures(report) == set()
+    assert srun_nodes(sandbox.log) == ["node01,store01,store02"] * 2  # probe, then the fs cross-check
+    by_node = {n.name: {c.check: c.verdict for c in n.checks} for n in report.nodes}
+    assert "slurm.srun" not in by_node["ctl01"] and by_node["ctl01"]["slurm.controller"] == "pass"
+    assert by_node["node01"]["gpu.nvml"] == "na" and by_node["node01"]["fs.checksum"] == "pass"
+    cluster = {c.check: c.verdict for c in report.checks if c.check.startswith(("slurm", "nccl"))}
+    assert cluster == {"slurm.srun_all": "pass", "slurm.sbatch": "pass", "slurm.gres": "na",
+                       "nccl.node_busbw": "na", "nccl.cluster_busbw": "na"}
+    assert report.network.nodes == tuple(ROLES) and report.network.tool == "iperf3"
+    assert any("kill 4242" in c for _, c in sandbox.log)
+
+
+@pytest.mark.parametrize("fault, node, checks", [
+    ("down", "store01", {"node.reachable", "slurm.srun"}),
+    ("slurmd_off", "node01", {"slurm.slurmd", "slurm.srun"}),
+    ("bad_key", "store02", {"munge.credential", "slurm.srun"}),
+    ("launch_fails", "store02", {"slurm.srun"}),
+])
+def test_each_fault_fails_its_checks_on_its_node_only(sandbox, fault, node, checks):
+    sandbox.faults = {fault: {node}}
+    report = runner.collect(SPEC, CLUSTER, runner.CertifyOptions())
+    assert failures(report) == {(node, c) for c in checks} | {(None, "slurm.srun_all")}
+    others = [n for n in ("node01", "store01", "store02") if n != node]
+    if fault != "launch_fails":  # a node known to be broken is left out of the step
+        assert srun_nodes(sandbox.log)[0] == ",".join(others)
+    srun = next(c for c in report.all_checks() if c.node == node and c.check == "slurm.srun")
+    assert srun.detail
+
+
+def test_drain_failed_drains_only_failed_compute_nodes_naming_the_checks(sandbox):
+    sandbox.faults = {"slurmd_off": {"node01"}}
+    result = runner.certify(SPEC, CLUSTER, runner.CertifyOptions(drain_failed=True))
+    assert result.drained == {"node01": "certify: slurm.srun,slurm.slurmd"}
+    drains = [c for _, c in sandbox.log if c.startswith("scontrol update")]
+    assert [shlex.split(c) for c in drains] == [["scontrol", "update", "nodename=node01", "state=drain",
+                                                 "reason=certify: slurm.srun,slurm.slurmd"]]
+    assert not result.ok and result.failed_nodes == ["node01"]
+
+
+def test_a_cluster_without_running_nodes_is_an_error():
+    planned = ClusterInfo(name="unit", provider="sandbox", nodes=tuple(
+        n.model_copy(update={"state": "planned"}) for n in CLUSTER.nodes))
+    with pytest.raises(runner.CertifyError, match="no running nodes"):
+        runner.certify(SPEC, planned)
+
+
+def test_unknown_level_is_a_usage_error():
+    with pytest.raises(runner.UsageError, match="--level"):
+        runner.CertifyOptions(level="deep")

@@ -1,0 +1,143 @@
+"""The pairwise matrix: the round schedule covers every ordered pair, servers are stopped by PID, a slow
+node is localised."""
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import shlex
+
+import pytest
+
+from provision.certify import netmatrix, network
+from provision.certify.fleet import Outcome
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 9])
+def test_rounds_meet_every_pair_once_with_disjoint_pairs_per_round(n):
+    nodes = [f"n{i}" for i in range(n)]
+    schedule = network.rounds(nodes)
+    assert len(schedule) == (n - 1 if n % 2 == 0 else n)
+    met = [frozenset(pair) for round_ in schedule for pair in round_]
+    assert sorted(met, key=sorted) == sorted({frozenset(p) for p in itertools.combinations(nodes, 2)}, key=sorted)
+    for round_ in schedule:
+        ends = [node for pair in round_ for node in pair]
+        assert len(ends) == len(set(ends))
+
+
+def test_one_node_has_no_rounds():
+    assert network.rounds(["only"]) == []
+
+
+def test_iperf3_commands():
+    tool = network.Iperf3(port=23456, seconds=2, bitrate="1G")
+    client = shlex.split(tool.client("10.0.0.5", reverse=True))
+    assert client[:2] == ["timeout", "17"] and "-J" in client and client[-1] == "-R"
+    assert client[client.index("-c") + 1] == "10.0.0.5" and client[client.index("-b") + 1] == "1G"
+    assert "-b" not in network.Iperf3(port=1).client("h", reverse=False)
+    assert "-D" in tool.server("r1") and "/run/gpu-provision-certify/r1/iperf3.pid" in tool.server("r1")
+    assert tool.stop(4242, "r1").startswith("kill 4242")
+
+
+def iperf3_json(gbps: float) -> str:
+    bits = gbps * 1e9
+    return json.dumps({"start": {"test_start": {"num_streams": 1}},
+                       "end": {"sum_sent": {"bits_per_second": bits, "retransmits": 0},
+                               "sum_received": {"bits_per_second": bits, "seconds": 1.0}}})
+
+
+class FakeFleet:
+    """Nodes that run iperf3: links through `slow` run at 0.02 Gb/s, others at 1.0; `dead` servers never start."""
+
+    def __init__(self, addresses, slow=(), dead=(), busy_once=()):
+        self.by_address = {a: n for n, a in addresses.items()}
+        self.slow, self.dead, self.busy = set(slow), set(dead), set(busy_once)
+        self.started, self.killed, self.clients = {}, [], []
+
+    def run(self, name, command, timeout=60.0):
+        if "iperf3 -s" in command:
+            if name in self.dead:
+                return Outcome(name, 1, "", "iperf3: error - unable to start listener for connections")
+            self.started[name] = 1000 + len(self.started)
+            return Outcome(name, 0, f"{self.started[name]}\n")
+        if command.startswith("kill "):
+            self.killed.append((name, int(command.split()[1])))
+            return Outcome(name, 0)
+        argv = shlex.split(command)
+        dst = self.by_address[argv[argv.index("-c") + 1]]
+        src, to = (dst, name) if "-R" in argv else (name, dst)
+        if (src, to) in self.busy:
+            self.busy.discard((src, to))
+            return Outcome(name, 1, json.dumps({"error": "the server is busy running a test. try again later"}))
+        self.clients.append((src, to))
+        return Outcome(name, 0, iperf3_json(0.02 if {src, to} & self.slow else 1.0))
+
+    def run_many(self, commands, timeout=60.0):
+        return {n: self.run(n, c, timeout) for n, c in commands.items()}
+
+
+ADDRESSES = {"ctl01": "10.0.0.10", "node01": "10.0.0.11", "store01": "10.0.0.12", "store02": "10.0.0.13"}
+
+
+def test_every_ordered_pair_is_measured_once_and_every_server_is_stopped_by_its_pid():
+    fleet = FakeFleet(ADDRESSES)
+    pairs = network.measure_iperf3(fleet, ADDRESSES, "r1", network.Iperf3(port=25000))
+    ordered = [(p.src, p.dst) for p in pairs]
+    assert sorted(ordered) == sorted(itertools.permutations(ADDRESSES, 2))
+    assert all(p.value_gbps == 1.0 and p.tool == "iperf3" for p in pairs)
+    assert sorted(fleet.killed) == sorted(fleet.started.items())
+
+
+def test_a_slowed_node_is_localised_to_that_node():
+    pairs = network.measure_iperf3(FakeFleet(ADDRESSES, slow={"store02"}), ADDRESSES, "r1",
+                                   network.Iperf3(port=25000))
+    pair_checks, node_checks = netmatrix.judge_network(list(ADDRESSES), pairs, None)
+    verdicts = {c.node: c.verdict for c in node_checks}
+    assert verdicts == {"ctl01": "pass", "node01": "pass", "store01": "pass", "store02": "fail"}
+    failed = {c.subject for c in pair_checks if c.verdict == "fail"}
+    assert failed == {f"{a}->{b}" for a, b in itertools.permutations(ADDRESSES, 2) if "store02" in (a, b)}
+
+
+def test_a_node_whose_server_does_not_start_fails_its_pairs_and_the_others_are_still_stopped():
+    fleet = FakeFleet(ADDRESSES, dead={"node01"})
+    pairs = network.measure_iperf3(fleet, ADDRESSES, "r1", network.Iperf3(port=25000))
+    broken = [p for p in pairs if p.value_gbps is None]
+    assert {(p.src, p.dst) for p in broken} == {(a, b) for a, b in itertools.permutations(ADDRESSES, 2)
+                                                 if "node01" in (a, b)}
+    assert all("unable to start listener" in p.error for p in broken)
+    assert {n for n, _ in fleet.killed} == {"ctl01", "store01", "store02"}
+
+
+def test_a_busy_server_is_retried_once(monkeypatch):
+    monkeypatch.setattr(network, "BUSY_RETRY_S", 0)
+    fleet = FakeFleet(ADDRESSES, busy_once={("node01", "store01"), ("store01", "node01")})
+    pairs = network.measure_iperf3(fleet, ADDRESSES, "r1", network.Iperf3(port=25000))
+    assert all(p.value_gbps == 1.0 for p in pairs)
+
+
+def test_servers_are_stopped_even_when_a_round_raises():
+    class Exploding(FakeFleet):
+        def run(self, name, command, timeout=60.0):
+            if " -c " in f" {command} ":
+                raise RuntimeError("connection lost")
+            return super().run(name, command, timeout)
+
+    fleet = Exploding(ADDRESSES)
+    with pytest.raises(RuntimeError):
+        network.measure_iperf3(fleet, ADDRESSES, "r1", network.Iperf3(port=25000))
+    assert sorted(fleet.killed) == sorted(fleet.started.items())
+
+
+def test_rdma_is_used_only_when_every_node_has_an_active_port():
+    port = {"device": "mlx5_0", "port": 1, "state": "ACTIVE", "rate_gbps": 400.0, "link_layer": "InfiniBand"}
+    probes = {"a": {"rdma": [port]}, "b": {"rdma": [port]}, "c": {"rdma": [{**port, "state": "DOWN"}]}}
+    assert network.rdma_device(probes, ["a", "b"]) == (True, "mlx5_0")
+    assert network.rdma_device(probes, ["a", "b", "c"]) == (False, None)
+    assert network.rdma_device(probes, []) == (False, None)
+
+
+def test_ib_write_bw_commands_and_parse(fixtures_dir):
+    tool = network.IbWriteBw(port=18515, device="mlx5_0")
+    assert re.search(r"ib_write_bw --report_gbits -F -p 18515 -d mlx5_0 10\.0\.0\.2$", tool.client("10.0.0.2"))
+    assert "10.0.0.2" not in tool.one_shot_server()
+    assert tool.parse((fixtures_dir / "ib_write_bw_4qp_gbits.txt").read_text()) > 0
