@@ -13,9 +13,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib.metadata
+import io
 import json
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import provision
@@ -80,6 +82,21 @@ def stage_probe(dest: Path) -> Path:
     return dest
 
 
+def pack(directory: Path, archive: Path) -> Path:
+    """A byte-for-byte reproducible tar of a folder (sorted, zero times and owners), rewritten only when it
+    changes, so the role copies one file and a re-run compares one checksum."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+            info = tarfile.TarInfo(str(path.relative_to(directory)))
+            data = path.read_bytes()
+            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            tar.addfile(info, io.BytesIO(data))
+    if not archive.exists() or archive.read_bytes() != buffer.getvalue():
+        archive.write_bytes(buffer.getvalue())
+    return archive
+
+
 def stage_sources(dest: Path) -> Path:
     """Copy the sources built on the nodes (gpubench.cu) into dest, flat."""
     for relative in SOURCES:
@@ -122,6 +139,7 @@ def ensure_wheel(wheels: Path, version: str | None = None) -> tuple[Path, bool]:
 def prepare(cache: Path, wheel: Path | None = None) -> dict:
     """Stage everything the role copies; the document the role reads."""
     probe_dir = stage_probe(cache / "probe")
+    probe_archive = pack(probe_dir, cache / "probe.tar")
     source_dir = stage_sources(cache / "src")
     downloaded = False
     if wheel is None:
@@ -130,7 +148,7 @@ def prepare(cache: Path, wheel: Path | None = None) -> dict:
         raise CertifyError(f"certify_nvml_wheel: {wheel} is not a file",
                            hint="give the path of an nvidia-ml-py wheel on the control node, or leave it empty")
     version = wheel.name.split("-")[1] if wheel.name.count("-") >= 2 else ""
-    return {"probe_dir": str(probe_dir), "source_dir": str(source_dir), "wheel": str(wheel),
+    return {"probe_dir": str(probe_dir), "probe_archive": str(probe_archive), "source_dir": str(source_dir), "wheel": str(wheel),
             "wheel_name": wheel.name, "nvml_version": version, "downloaded": downloaded}
 
 

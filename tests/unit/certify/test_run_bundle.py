@@ -100,3 +100,21 @@ def test_role_variables_carry_the_role_prefix_and_the_launcher_matches_the_runne
     assert all(name.startswith("certify_") for name in defaults)
     assert run.PROBE == f"{defaults['certify_prefix']}/bin/certify-probe"
     assert run.GPUBENCH == f"{defaults['certify_prefix']}/bin/gpubench"
+
+
+def test_probe_archive_is_reproducible_and_rewritten_only_on_change(tmp_path):
+    import os
+    import tarfile
+
+    from provision.certify import bundle
+
+    probe = bundle.stage_probe(tmp_path / "probe")
+    first = bundle.pack(probe, tmp_path / "probe.tar").read_bytes()
+    os.utime(tmp_path / "probe.tar", (1, 1))
+    assert bundle.pack(probe, tmp_path / "probe.tar").read_bytes() == first
+    assert (tmp_path / "probe.tar").stat().st_mtime == 1  # unchanged content: the file is not rewritten
+    with tarfile.open(tmp_path / "probe.tar") as tar:
+        names = tar.getnames()
+        assert names == sorted(names) and all(m.mtime == 0 and m.uid == 0 for m in tar.getmembers())
+    (probe / "provision" / "extra.py").write_text("x = 1\n")
+    assert bundle.pack(probe, tmp_path / "probe.tar").read_bytes() != first
