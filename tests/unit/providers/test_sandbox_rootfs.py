@@ -40,7 +40,9 @@ def test_identity_files_and_modes(tmp_path):
     assert mode(upper / "root/.ssh") == 0o700
     assert mode(upper / "root/.ssh/authorized_keys") == 0o600
     assert mode(upper / rootfs.HOST_KEY) == 0o600
-    assert (upper / rootfs.PROXY_CONF).read_text() == 'Acquire::http::Proxy "http://10.98.0.1:3142";\n'
+    assert (upper / rootfs.PROXY_CONF).read_text() == (
+        'Acquire::http::Proxy "http://10.98.0.1:3142";\nAcquire::http::Pipeline-Depth "0";\n'
+        'Acquire::http::Timeout "60";\nAcquire::Retries "3";\n')
     assert mode(upper / rootfs.INIT_PATH) == 0o755
 
 
