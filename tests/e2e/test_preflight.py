@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import time
 
@@ -71,6 +72,7 @@ def test_changed_host_key_is_refused_with_the_ssh_keygen_hint(slurm_cluster):
     slurm_cluster.ssh(victim, f"mkdir -p /root/hostkeys && cp {HOST_KEYS} /root/hostkeys/ && rm -f {HOST_KEYS} && "
                               "ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key && "
                               "kill -HUP $(cat /run/sshd.pid)")
+    _wait_listening(slurm_cluster.info.node(victim).address)
     try:
         verdicts = _ssh_verdicts(slurm_cluster)
     finally:
@@ -79,6 +81,17 @@ def test_changed_host_key_is_refused_with_the_ssh_keygen_hint(slurm_cluster):
     assert "host key changed" in verdicts[victim][1] and "ssh-keygen -f" in verdicts[victim][1]
     assert sum(v == "fail" for v, _ in verdicts.values()) == 1
     slurm_cluster.ssh(victim, "true")
+
+
+def _wait_listening(address: str, port: int = 22) -> None:
+    """sshd re-executes itself on SIGHUP: wait until it accepts connections again (no SSH, keys differ)."""
+    for _ in range(100):
+        try:
+            socket.create_connection((address, port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"{address}:{port} is not listening")
 
 
 def _restore_inside(cluster, node: str, command: str) -> None:

@@ -142,7 +142,8 @@ def test_nodes_reach_each_other(cluster):
 def test_apt_install_goes_through_the_proxy(cluster, provider):
     node = cluster.nodes[1]
     conf = out(ssh(cluster, node.address, "cat /etc/apt/apt.conf.d/01sandbox-proxy"))
-    assert conf == f'Acquire::http::Proxy "{cluster.vars["provision_apt_proxy"]}";'
+    assert conf.splitlines()[0] == f'Acquire::http::Proxy "{cluster.vars["provision_apt_proxy"]}";'
+    assert 'Acquire::http::Pipeline-Depth "0";' in conf
     ssh(cluster, node.address, "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hello",
         timeout=300)
     assert out(ssh(cluster, node.address, "hello")) == "Hello, world!"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -11,16 +12,16 @@ from provision.providers.sandbox.record import Proc
 
 NAMESPACE_KINDS = ("pid", "net", "mnt", "uts", "ipc")
 
-# Long-lived children of this Python process, kept so they are reaped rather than left as zombies.
-_CHILDREN: dict[int, subprocess.Popen] = {}
-
 
 def spawn(argv: list[str], log: Path) -> Proc | None:
     """Start a daemon in its own session, output appended to log; its identity, or None if it died at once."""
     with open(log, "ab") as handle:
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT,
                                    start_new_session=True)
-    _CHILDREN[process.pid] = process
+    # Reap the child the moment it exits, even when this Python process lives on (a test run calling the
+    # faults API): otherwise it stays a zombie that only this process could collect, and a teardown audit
+    # run from another process would find it.
+    threading.Thread(target=process.wait, name=f"reap-{process.pid}", daemon=True).start()
     return identify(process.pid)
 
 
@@ -69,19 +70,10 @@ def signal_proc(proc: Proc | None, sig: int) -> bool:
         return False
 
 
-def reap(proc: Proc) -> None:
-    """Collect the exit status if the process is our own child (no zombie left behind)."""
-    child = _CHILDREN.get(proc.pid)
-    if child is not None and child.poll() is not None:
-        del _CHILDREN[proc.pid]
-
-
 def wait_gone(procs: list[Proc], timeout: float, include_zombies: bool = False) -> list[Proc]:
     """Wait until the processes have exited (and, if asked, been reaped); return those still there."""
     deadline = time.monotonic() + timeout
     while True:
-        for proc in procs:
-            reap(proc)
         left = [p for p in procs if (is_ours(p) if include_zombies else running(p))]
         if not left or time.monotonic() >= deadline:
             return left
