@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from provision.adaptors import ssh
 from provision.errors import ConnectionFailure
 from provision.records import ClusterInfo, NodeInfo
+from provision.remote import ssh_target
 
 CONNECT_TIMEOUT_S = 5.0
 MAX_PARALLEL = 32
@@ -48,17 +49,13 @@ class Fleet:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _target(self, node: NodeInfo) -> ssh.SshTarget:
-        return ssh.SshTarget(host=node.address or node.name, port=node.ssh_port, user=self.cluster.ssh_user,
-                             key_path=self.cluster.ssh_key_path, known_hosts_path=self.cluster.known_hosts_path)
-
     def connect(self, nodes: Iterable[NodeInfo]) -> dict[str, str]:
         """Connect to every node at once; returns {node: reason} for those that could not be reached."""
         todo = [n for n in nodes if n.name not in self.clients]
 
         def one(node: NodeInfo) -> tuple[str, object | None, str | None]:
             try:
-                return node.name, ssh.connect(self._target(node), timeout=self.connect_timeout), None
+                return node.name, ssh.connect(ssh_target(self.cluster, node), timeout=self.connect_timeout), None
             except ConnectionFailure as exc:
                 return node.name, None, str(exc)
 
