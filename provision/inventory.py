@@ -38,6 +38,7 @@ def inventory_groups(cluster: ClusterInfo) -> list[InventoryGroup]:
 def render(spec: ClusterSpec, cluster: ClusterInfo) -> dict[str, str]:
     """The inventory files as relative path -> text (pure; writing is separate)."""
     env = environment()
+    state = cluster_state(spec)
     groups = inventory_groups(cluster)
     hosts = env.get_template("inventory/hosts.yml.j2").render(cluster=cluster, groups=groups)
     context = {
@@ -49,8 +50,8 @@ def render(spec: ClusterSpec, cluster: ClusterInfo) -> dict[str, str]:
         "controller": cluster.controller.name,
         "slurm_nodes": slurm_layout.node_entries(cluster),
         "slurm_partitions": slurm_layout.partition_entries(cluster),
-        "munge_key_file": str(secrets.munge_key_path(cluster_state(spec))),
-        "db_password_file": str(secrets.db_password_path(cluster_state(spec))),
+        "munge_key_file": str(secrets.munge_key_path(state)),
+        "db_password_file": str(secrets.db_password_path(state)),
     }
     cluster_vars = env.get_template("inventory/cluster.yml.j2").render(**context)
     return {"hosts.yml": hosts, "group_vars/all/cluster.yml": cluster_vars}

@@ -6,7 +6,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from ipaddress import IPv4Address, ip_address
 
-from provision import compat
+from provision import compat, hostlist
 from provision.errors import SpecError
 from provision.gpus import GPU_MODELS
 from provision.spec import topology
@@ -56,7 +56,7 @@ def check_group_size(spec: ClusterSpec) -> list[Finding]:
 def _expands(expression: str) -> bool:
     """Whether a hostlist expression parses."""
     try:
-        topology.hostlist.expand(expression)
+        hostlist.expand(expression)
         return True
     except SpecError:
         return False
