@@ -6,7 +6,7 @@ from pathlib import Path
 
 from provision.errors import SpecError
 from provision.spec.findings import Finding, errors
-from provision.spec.loader import parse_yaml, read_text, structure_findings
+from provision.spec.loader import nearest_line, parse_yaml, read_text, structure_findings
 from provision.spec.model import ClusterSpec
 from provision.spec.validators import semantic_findings
 
@@ -37,14 +37,10 @@ def validate_file(path: Path) -> Validation:
 
 
 def _with_line(finding: Finding, lines: dict[tuple, int]) -> Finding:
-    """Attach the line number of the finding's path (or its nearest parent in the file)."""
-    loc: list = []
-    for part in finding.path.replace("]", "").replace("[", ".").split("."):
-        loc.append(int(part) if part.isdigit() else part)
-    for end in range(len(loc), 0, -1):
-        if tuple(loc[:end]) in lines:
-            return Finding(finding.level, finding.path, finding.message, finding.fix, lines[tuple(loc[:end])])
-    return finding
+    """Attach the line of the finding's path (or of its nearest parent in the file)."""
+    loc = tuple(int(p) if p.isdigit() else p for p in finding.path.replace("]", "").replace("[", ".").split("."))
+    line = nearest_line(loc, lines)
+    return Finding(finding.level, finding.path, finding.message, finding.fix, line) if line else finding
 
 
 def load_spec(path: Path) -> ClusterSpec:

@@ -72,7 +72,7 @@ def _finding(error: dict, data: dict, lines: dict[tuple, int]) -> Finding:
     """One pydantic error as a finding with path, value and fix."""
     loc = _data_loc(tuple(error["loc"]), data)
     path = format_path(loc)
-    line = _nearest_line(loc, lines)
+    line = nearest_line(loc, lines)
     kind = error["type"]
     if kind == "extra_forbidden":
         return Finding("error", path, f"unknown key '{loc[-1]}'", _did_you_mean(loc), line)
@@ -102,7 +102,7 @@ def _data_loc(loc: tuple, data: dict) -> tuple:
     return tuple(out)
 
 
-def _nearest_line(loc: tuple, lines: dict[tuple, int]) -> int | None:
+def nearest_line(loc: tuple, lines: dict[tuple, int]) -> int | None:
     """The line of the field, or of its closest parent that is in the file."""
     for end in range(len(loc), 0, -1):
         if loc[:end] in lines:
