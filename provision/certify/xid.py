@@ -27,6 +27,10 @@ HARDWARE_XIDS: dict[int, str] = {
     121: "C2C link error", 140: "unrecovered ECC error", 154: "GPU recovery action changed (reset needed)",
     **{code: "NVLink error" for code in range(144, 151)},  # Xid 144-150: NVLink errors (Blackwell)
 }
+# Xid 144-150 carry a severity after the unit ("145, RLW, nonfatal, ..."): a nonfatal one was corrected by
+# the link (FEC churn), so it only warns; a fatal one, or one named as the cause of a teardown, fails.
+NVLINK_XIDS = range(144, 151)
+_NONFATAL = re.compile(r"\bnonfatal\b", re.IGNORECASE)
 APPLICATION_XIDS: dict[int, str] = {
     13: "graphics engine exception", 31: "GPU memory page fault", 43: "GPU stopped processing",
     45: "preemptive cleanup after a previous error", 63: "ECC page retirement or row remapping event",
@@ -88,6 +92,14 @@ def classify(code: int) -> tuple[str, str]:
     return "warn", "unclassified Xid"
 
 
+def classify_event(event: XidEvent) -> tuple[str, str]:
+    """(verdict, meaning) for one logged Xid: its code, softened for a corrected NVLink error."""
+    verdict, meaning = classify(event.code)
+    if event.code in NVLINK_XIDS and _NONFATAL.search(event.message):
+        return "warn", f"{meaning}, nonfatal (corrected by the link)"
+    return verdict, meaning
+
+
 def evaluate(events: list[XidEvent], node: str, *, gpu_by_pci: dict[str, int] | None = None,
              log_source: str = "kernel log") -> CheckResult:
     """One node-level verdict: the worst Xid since boot, with each distinct (code, GPU) listed once."""
@@ -96,14 +108,15 @@ def evaluate(events: list[XidEvent], node: str, *, gpu_by_pci: dict[str, int] | 
         return CheckResult("gpu.xid", "pass", node=node, value=0, unit="Xids", threshold="no hardware Xid",
                            source=source)
     gpu_by_pci = {normalise_pci(k): v for k, v in (gpu_by_pci or {}).items()}
-    seen: dict[tuple[int, str], int] = {}
+    seen: dict[tuple[int, str, str, str], int] = {}
     for event in events:
-        seen[(event.code, event.pci)] = seen.get((event.code, event.pci), 0) + 1
-    verdict = "fail" if any(classify(code)[0] == "fail" for code, _ in seen) else "warn"
+        key = (event.code, event.pci, *classify_event(event))
+        seen[key] = seen.get(key, 0) + 1
+    verdict = "fail" if any(key[2] == "fail" for key in seen) else "warn"
     lines = []
-    for (code, pci), times in sorted(seen.items()):
+    for (code, pci, _, meaning), times in sorted(seen.items()):
         where = f"gpu{gpu_by_pci[pci]} ({pci})" if pci in gpu_by_pci else pci
-        lines.append(f"Xid {code} on {where} x{times}: {classify(code)[1]}")
+        lines.append(f"Xid {code} on {where} x{times}: {meaning}")
     return CheckResult("gpu.xid", verdict, node=node, value=len(events), unit="Xids", threshold="no hardware Xid",
                        source=source, detail="; ".join(lines))
 

@@ -60,3 +60,24 @@ def test_pci_addresses_from_nvml_and_kernel_log_match(address, expected):
 def test_unreadable_log_warns_with_reason():
     result = xid.unreadable("gpu01", "dmesg: Operation not permitted")
     assert result.verdict == "warn" and "Operation not permitted" in result.detail
+
+
+# Blackwell NVLink Xids (144-150) name the unit and a severity after the code.
+NONFATAL_145 = ("NVRM: Xid (PCI:0000:b9:00): 145, RLW, nonfatal, cross-contain=0, injected=0, Link 3 "
+                "(0x00000004 0x00000001 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)")
+
+
+def test_nonfatal_nvlink_xid_warns_as_corrected():
+    result = xid.evaluate(xid.parse_xids(NONFATAL_145), "gpu01")
+    assert result.verdict == "warn" and "nonfatal (corrected by the link)" in result.detail
+
+
+def test_fatal_nvlink_xid_beside_a_nonfatal_one_fails_and_both_are_listed():
+    fatal = NONFATAL_145.replace("nonfatal", "fatal")
+    result = xid.evaluate(xid.parse_xids(f"{NONFATAL_145}\n{fatal}\n{NONFATAL_145}"), "gpu01")
+    assert result.verdict == "fail" and result.value == 3
+    assert "x2: NVLink error, nonfatal" in result.detail and "x1: NVLink error" in result.detail
+
+
+def test_nonfatal_only_softens_nvlink_codes():
+    assert xid.classify_event(xid.XidEvent(48, "0000:01:00", "nonfatal"))[0] == "fail"
