@@ -1,6 +1,7 @@
 """The GPU models the tool knows: identity (PCI ids, names NVML reports) and topology facts."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -18,6 +19,10 @@ class GpuModel:
     nvswitch: bool  # 8-GPU baseboards with NVSwitch need fabric manager
     gres_type: str  # the Slurm gres type name, e.g. gpu:h100
     min_driver_branch: int  # the first driver branch that supports the model
+
+    def matches_nvml_name(self, name: str) -> bool:
+        """Whether nvmlDeviceGetName() names this model; a name ending in a number ends there ("L4" is not "L40")."""
+        return any(re.search(rf"(?<!\w){re.escape(part)}(?!\d)", name, re.IGNORECASE) for part in self.nvml_names)
 
 
 PCI_VENDOR_NVIDIA = "10de"
@@ -54,3 +59,8 @@ def model_for_pci_device(device_id: str) -> GpuModel | None:
     """Map an lspci device id (e.g. "2330") to a model, so preflight can compare with the spec."""
     wanted = device_id.lower().removeprefix("0x")
     return next((m for m in _MODELS if wanted in m.pci_device_ids), None)
+
+
+def model_for_nvml_name(name: str) -> GpuModel | None:
+    """Map nvmlDeviceGetName() (e.g. "NVIDIA H100 80GB HBM3") to a model; None for one not in the catalogue."""
+    return next((m for m in _MODELS if m.matches_nvml_name(name)), None)

@@ -24,7 +24,7 @@ def model(ctx: GpuContext) -> CheckResult:
     if ctx.model is None:
         return ctx.result(check, "warn", value=name, threshold="none",
                           detail="the node has GPUs but its node group names no GPU model")
-    ok = any(part.lower() in name.lower() for part in ctx.model.nvml_names)
+    ok = ctx.model.matches_nvml_name(name)
     source = f"spec gpu.model {ctx.model.key}; provision.gpus names {', '.join(ctx.model.nvml_names)}"
     return ctx.result(check, "pass" if ok else "fail", value=name, threshold=ctx.model.key, source=source,
                       detail="" if ok else f"expected a {ctx.model.description}")
