@@ -18,6 +18,15 @@ def nvcc() -> str | None:
     return shutil.which("nvcc") or next((str(p) for p in (Path("/usr/local/cuda/bin/nvcc"),) if p.exists()), None)
 
 
+def toolkit_has_cublas(compiler: str | None = None) -> bool:
+    """Whether the toolkit that holds nvcc also holds cuBLAS (headers and the unversioned library)."""
+    compiler = compiler or nvcc()
+    if compiler is None:
+        return False
+    root = Path(compiler).resolve().parent.parent
+    return (root / "include" / "cublas_v2.h").exists() and any((root / "lib64").glob("libcublas.so"))
+
+
 def wheel_cublas() -> Path | None:
     """The root of an installed nvidia-cublas wheel (holding include/ and lib/), if any."""
     spec = importlib.util.find_spec("nvidia")
