@@ -85,10 +85,10 @@ def up(spec: ClusterSpec, later_stages: dict[str, StageRunner], options: UpOptio
     return result
 
 
-def down(spec: ClusterSpec, progress: Progress = silent) -> Teardown:
+def down(spec: ClusterSpec, progress: Progress = silent, *, orphans: bool = False) -> Teardown:
     """Remove everything the provider made; the stages are forgotten so a later `up` redoes them."""
     provider = get_provider(spec)
-    teardown = provider.destroy(progress)
+    teardown = provider.destroy(progress, orphans=orphans)
     if provider.state.exists():
         provider.state.remove("stages")
     return teardown

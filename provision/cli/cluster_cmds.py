@@ -47,9 +47,16 @@ def status(spec: SpecArg, json_out: JsonOpt = False) -> None:
     out.print(table)
 
 
-def down(spec: SpecArg, quiet: QuietOpt = False, json_out: JsonOpt = False) -> None:
+def down(
+    spec: SpecArg,
+    orphans: Annotated[bool, typer.Option(
+        "--orphans", help="also remove cloud resources tagged with the cluster's name that this machine's "
+                          "state does not record (after a lost state directory)")] = False,
+    quiet: QuietOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
     """Remove everything the cluster's provider created, then prove nothing is left."""
-    teardown = lifecycle.down(load_spec(spec), progress_printer(quiet or json_out))
+    teardown = lifecycle.down(load_spec(spec), progress_printer(quiet or json_out), orphans=orphans)
     if json_out:
         print_json(asdict(teardown))
     else:

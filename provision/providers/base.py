@@ -79,5 +79,8 @@ class Provider(ABC):
         """The cluster as it is now, from recorded state and live checks; changes nothing."""
 
     @abstractmethod
-    def destroy(self, progress: Progress = silent) -> Teardown:
-        """Remove everything `create` made, audit that nothing is left; idempotent."""
+    def destroy(self, progress: Progress = silent, *, orphans: bool = False) -> Teardown:
+        """Remove everything `create` made, audit that nothing is left; idempotent.
+
+        `orphans`: also remove what carries the cluster's name though this machine's state records none of
+        it (a lost state directory). Providers that find only what they recorded ignore it."""

@@ -33,7 +33,7 @@ class StaticProvider(Provider):
         return ClusterInfo(name=self.spec.name, provider=self.name, nodes=nodes, ssh_user=self.spec.ssh.user,
                            ssh_key_path=key, known_hosts_path=self.state.known_hosts_path)
 
-    def destroy(self, progress: Progress = silent) -> Teardown:
+    def destroy(self, progress: Progress = silent, *, orphans: bool = False) -> Teardown:
         """Static hosts are not ours to remove; forget the local state only."""
         progress("static hosts are left running; local state kept")
         return Teardown(removed=[], leftovers=[])

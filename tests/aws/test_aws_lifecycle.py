@@ -8,6 +8,9 @@ import pytest
 
 from aws_support import creates, tagged
 
+from provision.errors import SpecError, UsageError
+from provision.providers.aws.ledger import Ledger
+
 pytestmark = pytest.mark.aws
 
 
@@ -110,14 +113,38 @@ def test_down_is_idempotent_and_audits_before_saying_zero(make_spec, provider_fo
     assert lines[-1] == "audit: 0 resources left carrying gpu-provision:cluster=moto"
 
 
-def test_down_sweeps_tagged_resources_the_state_lost(make_spec, provider_for, raw):
+def test_down_without_state_refuses_then_sweeps_tagged_resources_with_orphans(make_spec, provider_for, raw):
     provider = provider_for(make_spec())
     provider.create()
     (provider.state.path / "aws.json").unlink()  # the state is gone; the tags are not
+    before = sorted(tagged(raw, "moto"))
+    with pytest.raises(UsageError) as refused:  # they could be another machine's cluster of the same name
+        provider_for(make_spec()).destroy()
+    assert refused.value.exit_code == 2 and "--orphans" in refused.value.hint
+    assert f"{len(before)} resource(s)" in refused.value.message and sorted(tagged(raw, "moto")) == before
     lines: list[str] = []
-    teardown = provider_for(make_spec()).destroy(lines.append)
+    teardown = provider_for(make_spec()).destroy(lines.append, orphans=True)
     assert teardown.leftovers == []
     assert any(line.startswith("audit: ") and "removing them" in line for line in lines)
+    assert tagged(raw, "moto") == []
+
+
+def test_up_refuses_a_name_another_machine_uses_in_the_region(make_spec, provider_for, raw, tmp_path):
+    first = provider_for(make_spec())
+    first.create()
+    before = sorted(tagged(raw, "moto"))
+    from provision.providers.aws import AwsProvider
+    from provision.state import ClusterState
+
+    elsewhere = AwsProvider(make_spec(), ClusterState(tmp_path / "elsewhere", "moto"), aws=first.aws)
+    with pytest.raises(SpecError) as refused:
+        elsewhere.create()
+    finding = refused.value.findings[0]
+    assert finding.path == "name" and "'moto' is already used in us-east-1" in finding.message
+    assert "choose another cluster name" in finding.fix
+    assert sorted(tagged(raw, "moto")) == before  # nothing was created, nothing adopted
+    assert Ledger(elsewhere.state).is_empty()
+    first.destroy()
     assert tagged(raw, "moto") == []
 
 

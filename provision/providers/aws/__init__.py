@@ -37,7 +37,8 @@ class AwsProvider(Provider):
     def check_environment(self) -> None:
         """Read-only checks against the account (offerings, EFA, image, quota...) before anything is created."""
         ledger = Ledger(self.state)
-        self._facts = environment.check(self.aws, self.spec, self._pending(ledger), ledger.facts.get("image"))
+        self._facts = environment.check(self.aws, self.spec, self._pending(ledger), ledger.facts.get("image"),
+                                        fresh=ledger.is_empty())
 
     def plan(self) -> Plan:
         """The resources `create` would make and an hourly estimate; no API call."""
@@ -55,9 +56,9 @@ class AwsProvider(Provider):
         alive = instances.live(self.aws, self.spec.name) if ledger.instances else {}
         return nodes.cluster_info(self.spec, self.state, ledger, alive)
 
-    def destroy(self, progress: Progress = silent) -> Teardown:
+    def destroy(self, progress: Progress = silent, *, orphans: bool = False) -> Teardown:
         """Remove everything in reverse order, then audit by tag; idempotent."""
-        return teardown.destroy(self.aws, Ledger(self.state), self.spec.name, progress)
+        return teardown.destroy(self.aws, Ledger(self.state), self.spec.name, progress, orphans=orphans)
 
     def _pending(self, ledger: Ledger) -> dict[str, int]:
         """group -> nodes without a recorded instance (what quota and reservations must still cover)."""

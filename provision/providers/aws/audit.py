@@ -64,6 +64,12 @@ def find(aws: Aws, cluster: str, notes: list[str]) -> list[Leftover]:
     return found
 
 
+def summary(found: list[Leftover], shown: int = 4) -> str:
+    """The first few labels, and how many more, for a one-line message."""
+    more = f" and {len(found) - shown} more" if len(found) > shown else ""
+    return ", ".join(f.label() for f in found[:shown]) + more
+
+
 def _detail(kind: str, item: dict) -> dict:
     """What deleting needs besides the id: a gateway's VPCs, a route table's subnet associations."""
     if kind == "internet-gateway":

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from provision.adaptors.aws import Aws, UnsupportedError
 from provision.errors import CloudAuthError, CloudNotFoundError, QuotaError, SpecError
+from provision.providers.aws import audit, tags
 from provision.providers.aws.instance_types import quota_class
 from provision.spec.findings import Finding
 from provision.spec.model import ClusterSpec
@@ -70,10 +71,15 @@ class Facts:
     notes: list[str] = field(default_factory=list)  # what could not be checked, and why
 
 
-def check(aws: Aws, spec: ClusterSpec, pending: dict[str, int], recorded_image: dict | None = None) -> Facts:
-    """Run every pre-create check; `pending` is group -> nodes still to launch (for quota and reservations)."""
+def check(aws: Aws, spec: ClusterSpec, pending: dict[str, int], recorded_image: dict | None = None, *,
+          fresh: bool = False) -> Facts:
+    """Run every pre-create check; `pending` is group -> nodes still to launch (for quota and reservations).
+
+    `fresh`: this machine records nothing for the cluster yet, so its name must not be in use in the region."""
     findings: list[Finding] = []
     notes: list[str] = []
+    if fresh:
+        findings += _name_in_use(aws, spec, notes)
     types = _instance_types(aws, spec, findings)
     image = Image(**recorded_image) if recorded_image else _image(aws, spec, findings)
     if image is not None:
@@ -85,6 +91,21 @@ def check(aws: Aws, spec: ClusterSpec, pending: dict[str, int], recorded_image: 
                         findings=findings, hint="fix the findings above; nothing was created")
     notes += _quota(aws, spec, types, pending)
     return Facts(types=types, image=image, reservations=reservations, notes=notes)
+
+
+def _name_in_use(aws: Aws, spec: ClusterSpec, notes: list[str]) -> list[Finding]:
+    """Resources tagged with the cluster's name that this machine did not record: another cluster's, or orphans.
+
+    Every lookup, adoption and teardown selects by that tag, so a second cluster of the same name in the
+    region would share (and on `down`, destroy) the first one's resources."""
+    found = audit.find(aws, spec.name, notes)
+    if not found:
+        return []
+    return [Finding("error", "name",
+                    f"'{spec.name}' is already used in {spec.provider.region}: {len(found)} resource(s) carry "
+                    f"{tags.CLUSTER}={spec.name} but this machine's state records none of them ({audit.summary(found)})",
+                    "choose another cluster name; if they are left from your own cluster whose state directory "
+                    "was lost, remove them with `provision down SPEC --orphans`")]
 
 
 def _instance_types(aws: Aws, spec: ClusterSpec, findings: list[Finding]) -> dict[str, TypeFacts]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from provision.adaptors.aws import Aws, DependencyError
-from provision.errors import CloudAuthError, CloudError, CloudNotFoundError
+from provision.errors import CloudAuthError, CloudError, CloudNotFoundError, UsageError
 from provision.providers.aws import audit, fsx, instances, tags
 from provision.providers.aws.audit import Leftover
 from provision.providers.aws.ledger import Ledger
@@ -19,8 +19,13 @@ ORDER = ("instance", "fsx", "placement-group", "network-interface", "volume", "s
          "route-table-association", "route-table", "subnet", "internet-gateway", "vpc", "key-pair", "other")
 
 
-def destroy(aws: Aws, ledger: Ledger, cluster: str, progress: Progress) -> Teardown:
-    """Remove the cluster's resources, audit by tag, sweep what the audit finds, audit again."""
+def destroy(aws: Aws, ledger: Ledger, cluster: str, progress: Progress, *, orphans: bool = False) -> Teardown:
+    """Remove the cluster's resources, audit by tag, sweep what the audit finds, audit again.
+
+    With nothing recorded on this machine, tagged resources may be another machine's cluster of the same
+    name: they are removed only with `orphans` (the user says they are this cluster's, state lost)."""
+    if ledger.is_empty() and not orphans:
+        _refuse_unrecorded(aws, cluster)
     removed: list[str] = []
     failures: dict[str, str] = {}
     _terminate(aws, ledger, cluster, removed, progress)
@@ -48,6 +53,17 @@ def destroy(aws: Aws, ledger: Ledger, cluster: str, progress: Progress) -> Teard
     progress(f"audit: {len(found)} resources left carrying {tags.CLUSTER}={cluster}")
     leftovers = [f"{f.label()} ({failures[f.label()]})" if f.label() in failures else f.label() for f in found]
     return Teardown(removed=removed, leftovers=leftovers)
+
+
+def _refuse_unrecorded(aws: Aws, cluster: str) -> None:
+    """UsageError when resources carry the cluster's tag but this machine recorded none of them."""
+    found = audit.find(aws, cluster, [])
+    if found:
+            raise UsageError(f"this machine records nothing for cluster '{cluster}', but {len(found)} resource(s) in "
+                         f"the region carry {tags.CLUSTER}={cluster} ({audit.summary(found)}); they may be another machine's "
+                         "cluster of the same name, so nothing was removed",
+                         hint="run `provision down` where the cluster was made; if they are this cluster's "
+                              "and its state directory was lost, run `provision down SPEC --orphans`")
 
 
 def _terminate(aws: Aws, ledger: Ledger, cluster: str, removed: list[str], progress: Progress) -> None:

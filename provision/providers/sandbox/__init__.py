@@ -80,7 +80,7 @@ class SandboxProvider(Provider):
                            ssh_key_path=self.state.ssh_key_path, known_hosts_path=self.state.known_hosts_path,
                            sandbox=True, vars=variables)
 
-    def destroy(self, progress: Progress = silent) -> Teardown:
+    def destroy(self, progress: Progress = silent, *, orphans: bool = False) -> Teardown:
         """Stop nodes and the proxy (recorded PIDs only), remove links, namespaces, bridge and node layers."""
         rec = record.load(self.state)
         bridge = rec.bridge if rec else layout.bridge_name(self.spec.name, self.spec.provider.bridge)

@@ -101,3 +101,12 @@ def test_inventory_command_renders_for_ansible(tmp_path):
     result = run("inventory", str(spec), "-o", str(tmp_path / "inv"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "inv" / "hosts.yml").stat().st_mode & 0o777 == 0o600
+
+
+def test_down_takes_orphans_and_static_hosts_are_left_running(tmp_path):
+    spec = tmp_path / "c.yaml"
+    run("init", "-p", "static", "-o", str(spec), cwd=tmp_path)
+    result = run("down", str(spec), "--orphans", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "static hosts are left running" in result.stdout + result.stderr and "0 resources left" in result.stdout
+    assert "--orphans" in run("down", "--help", cwd=tmp_path).stdout
