@@ -202,3 +202,16 @@ def test_run_instances_asks_for_every_efa_and_the_capacity_model(make_spec, prov
     assert p5["MetadataOptions"]["HttpTokens"] == "required"
     assert {t["ResourceType"] for t in p5["TagSpecifications"]} == {"instance", "volume", "network-interface"}
     provider.destroy()
+
+
+def test_down_that_left_something_is_finished_by_the_next_down_without_orphans(make_spec, provider_for, faults, raw):
+    provider = provider_for(make_spec())
+    provider.create()
+    raw.ec2.create_key_pair(KeyName="stray", TagSpecifications=[{"ResourceType": "key-pair", "Tags": [
+        {"Key": "gpu-provision:cluster", "Value": "moto"}]}])  # tagged for the cluster, not in its state
+    faults.fail("DeleteKeyPair", "OperationNotPermitted", after=1)  # the recorded key goes, the stray one stays
+    first = provider.destroy()
+    assert first.leftovers and "key-pair stray" in first.leftovers[0]
+    second = provider_for(make_spec()).destroy()  # the state document is kept while something is left
+    assert second.leftovers == [] and "key-pair stray" in second.removed
+    assert tagged(raw, "moto") == []

@@ -22,9 +22,10 @@ ORDER = ("instance", "fsx", "placement-group", "network-interface", "volume", "s
 def destroy(aws: Aws, ledger: Ledger, cluster: str, progress: Progress, *, orphans: bool = False) -> Teardown:
     """Remove the cluster's resources, audit by tag, sweep what the audit finds, audit again.
 
-    With nothing recorded on this machine, tagged resources may be another machine's cluster of the same
-    name: they are removed only with `orphans` (the user says they are this cluster's, state lost)."""
-    if ledger.is_empty() and not orphans:
+    Without a state document here (never made here, or torn down cleanly), tagged resources may be another
+    machine's cluster of the same name: they are removed only with `orphans` (the user says they are this
+    cluster's, its state lost). A document left by an unfinished `up` or `down` keeps `down` working alone."""
+    if not ledger.kept and not orphans:
         _refuse_unrecorded(aws, cluster)
     removed: list[str] = []
     failures: dict[str, str] = {}
