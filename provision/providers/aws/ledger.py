@@ -25,14 +25,15 @@ class Ledger:
 
     def __init__(self, state: ClusterState) -> None:
         self.state = state
-        stored = state.read(DOCUMENT)
-        self.kept = stored is not None  # written on the first `up` here, removed only by a clean teardown
-        self.data: dict[str, Any] = _empty() | (stored or {})
+        self.data: dict[str, Any] = _empty() | (state.read(DOCUMENT) or {})
 
     def save(self) -> None:
         """Write the document now."""
         self.state.write(DOCUMENT, self.data)
-        self.kept = True
+
+    def kept(self) -> bool:
+        """Whether the document is on disk: written by the first `up` here, removed only by a clean teardown."""
+        return self.state.read(DOCUMENT) is not None
 
     def is_empty(self) -> bool:
         """Whether nothing is recorded (nothing created, nothing half-created)."""
@@ -42,7 +43,6 @@ class Ledger:
         """Forget the document (after a clean teardown)."""
         self.state.remove(DOCUMENT)
         self.data = _empty()
-        self.kept = False
 
     # --- resources -----------------------------------------------------------------------------
 

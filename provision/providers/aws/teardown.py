@@ -25,7 +25,7 @@ def destroy(aws: Aws, ledger: Ledger, cluster: str, progress: Progress, *, orpha
     Without a state document here (never made here, or torn down cleanly), tagged resources may be another
     machine's cluster of the same name: they are removed only with `orphans` (the user says they are this
     cluster's, its state lost). A document left by an unfinished `up` or `down` keeps `down` working alone."""
-    if not ledger.kept and not orphans:
+    if not orphans and not ledger.kept():
         _refuse_unrecorded(aws, cluster)
     removed: list[str] = []
     failures: dict[str, str] = {}
