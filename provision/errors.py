@@ -6,6 +6,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1  # the operation ran and found failures (a host failed, a check failed)
 EXIT_BAD_INPUT = 2  # invalid spec, arguments or files; nothing was changed
 EXIT_ENVIRONMENT = 3  # this machine or the provider cannot do what was asked
+EXIT_CHANGES = 4  # a dry run (`deploy --check`) found what a real run would change: the cluster drifted
 EXIT_INTERRUPTED = 130
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from provision import slurm_layout
+from provision import hardware, slurm_layout
 from provision.deploy import secrets
 from provision.providers import cluster_state
 from provision.errors import UsageError
@@ -40,6 +40,7 @@ def render(spec: ClusterSpec, cluster: ClusterInfo) -> dict[str, str]:
     env = environment()
     state = cluster_state(spec)
     groups = inventory_groups(cluster)
+    recorded = hardware.load(state)
     hosts = env.get_template("inventory/hosts.yml.j2").render(cluster=cluster, groups=groups)
     context = {
         "spec": spec,
@@ -48,8 +49,8 @@ def render(spec: ClusterSpec, cluster: ClusterInfo) -> dict[str, str]:
         "fs": spec.filesystem,
         "cuda_default": spec.software.cuda.default or spec.software.cuda.versions[-1],
         "controller": cluster.controller.name,
-        "slurm_nodes": slurm_layout.node_entries(cluster),
-        "slurm_partitions": slurm_layout.partition_entries(cluster),
+        "slurm_nodes": slurm_layout.node_entries(cluster, recorded),
+        "slurm_partitions": slurm_layout.partition_entries(cluster, recorded),
         "munge_key_file": str(secrets.munge_key_path(state)),
         "db_password_file": str(secrets.db_password_path(state)),
     }

@@ -4,7 +4,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from provision import inventory
+from provision import hardware, inventory
+from provision.preflight import DEFAULT_CONCURRENCY, run_preflight
+from provision.preflight.records import PreflightReport
 from provision.providers import get_provider
 from provision.providers.base import Plan, Progress, Provider, Teardown, silent
 from provision.records import ClusterInfo
@@ -28,6 +30,15 @@ def current_cluster(spec: ClusterSpec) -> ClusterInfo:
     """The live cluster if it was created, else the planned one."""
     provider = get_provider(spec)
     return provider.describe() if provider.state.exists() else planned_cluster(spec)
+
+
+def preflight(spec: ClusterSpec, cluster: ClusterInfo | None = None, accept_new_host_keys: bool = False,
+              concurrency: int = DEFAULT_CONCURRENCY) -> PreflightReport:
+    """Check every node over SSH and record what hardware each one has (Slurm's node definitions use it)."""
+    cluster = cluster or current_cluster(spec)
+    report = run_preflight(cluster, accept_new_host_keys, concurrency)
+    hardware.record(get_provider(spec).state, report.hardware())
+    return report
 
 
 def plan(spec: ClusterSpec) -> Plan:

@@ -1,7 +1,10 @@
 """GPU work the runner places through Slurm: the gres request check and the nccl-tests all_reduce runs.
 
-- slurm.gres: one srun across the GPU nodes asking for one GPU each (`--gres=gpu:1`); each task reports
-  how many GPUs it can see (CUDA_VISIBLE_DEVICES and `nvidia-smi -L`), which must be exactly one.
+- slurm.gres: one srun per GPU count across the GPU nodes asking for all of each node's GPUs
+  (`--gres=gpu:<n>`), as a user taking whole GPU nodes does; each task must see n distinct GPUs
+  (CUDA_VISIBLE_DEVICES, and `nvidia-smi -L` where it exists).
+- slurm.gres_single: one srun asking each GPU node for one GPU (`--gres=gpu:1`); the task must see exactly
+  one (the device isolation a shared node relies on).
 - nccl.node_busbw (standard and full): one srun, one task per GPU node with all its GPUs
   (`all_reduce_perf -g <gpus>`): NVLink/PCIe within each node, all nodes at once.
 - nccl.cluster_busbw: one rank per GPU across every GPU node (`--mpi=pmix`, `-g 1`); NCCL_ALGO=RING for
@@ -10,12 +13,14 @@ Without GPU nodes these checks are n/a; the commands and parsers are exercised w
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 
 from provision.certify.nccl import NcclJob
 from provision.certify.records import CheckResult
 from provision.certify.slurm_checks import parse_fields
 from provision.certify.srun import Step, StepOutput
+from provision.records import NodeInfo
 
 NCCL_TESTS_BIN = "/opt/nccl-tests/bin/all_reduce_perf"  # the nccl role's nccl_tests_prefix + /bin
 SWEEP = {"standard": ("1G", "8G", 20), "full": ("1G", "16G", 100)}  # min bytes, max bytes, iterations
@@ -23,30 +28,46 @@ NCCL_TIMEOUT_S = {"standard": 900, "full": 3600}
 GRES_TIMEOUT_S = 120
 
 
-def gres_step(nodes: Sequence[str], job_name: str) -> Step:
-    """Ask each GPU node for exactly one GPU and report what the task sees."""
-    report = ("echo gres_visible=${CUDA_VISIBLE_DEVICES:-}; "
-              "echo gres_count=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')")
-    return Step(tuple(nodes), f"sh -c '{report}'", job_name, GRES_TIMEOUT_S, gres="gpu:1")
+_GRES_REPORT = ("echo gres_visible=${CUDA_VISIBLE_DEVICES:-}; "
+                "if command -v nvidia-smi >/dev/null; then echo gres_count=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU '); fi")
 
 
-def gres_checks(output: StepOutput, nodes: Sequence[str]) -> list[CheckResult]:
-    """slurm.gres per GPU node: the task saw exactly the one GPU it asked for."""
-    missing = output.missing(nodes)
-    out = []
+def gres_steps(nodes: Sequence[NodeInfo], job_name: str) -> list[Step]:
+    """slurm.gres: one step per GPU count, each node asked for all of its GPUs."""
+    buckets: dict[int, list[str]] = defaultdict(list)
     for node in nodes:
-        base = dict(node=node, threshold="1 GPU", source="srun --gres=gpu:1")
+        buckets[node.gpu_count].append(node.name)
+    return [Step(tuple(names), f"sh -c {_quoted(_GRES_REPORT)}", job_name, GRES_TIMEOUT_S, gres=f"gpu:{count}")
+            for count, names in buckets.items()]
+
+
+def gres_single_step(nodes: Sequence[str], job_name: str) -> Step:
+    """slurm.gres_single: each GPU node asked for one GPU."""
+    return Step(tuple(nodes), f"sh -c {_quoted(_GRES_REPORT)}", job_name, GRES_TIMEOUT_S, gres="gpu:1")
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def gres_checks(step: Step, output: StepOutput, check: str = "slurm.gres") -> list[CheckResult]:
+    """One check per node of a gres step: the task saw exactly the GPUs it asked for, each once."""
+    wanted = int((step.gres or "gpu:1").rsplit(":", 1)[1])
+    missing = output.missing(step.nodes)
+    out = []
+    for node in step.nodes:
+        base = dict(node=node, threshold=f"{wanted} GPU{'s' if wanted != 1 else ''}", unit="GPUs",
+                    source=f"srun --gres={step.gres}")
         if node in missing:
-            out.append(CheckResult("slurm.gres", "fail", **base, detail=f"the gres step did not run: {missing[node]}"))
+            out.append(CheckResult(check, "fail", **base, detail=f"the gres step did not run: {missing[node]}"))
             continue
         fields = parse_fields(output.texts[node])
         visible = [d for d in fields.get("gres_visible", "").split(",") if d]
         count = int(fields["gres_count"]) if fields.get("gres_count", "").isdigit() else None
-        seen = count if count is not None else len(visible)
-        ok = len(visible) == 1 and seen == 1
-        out.append(CheckResult("slurm.gres", "pass" if ok else "fail", **base, value=seen, unit="GPUs",
-                               detail=f"CUDA_VISIBLE_DEVICES={','.join(visible) or '(unset)'}; nvidia-smi lists "
-                                      f"{'?' if count is None else count}" + ("" if ok else
+        ok = len(set(visible)) == len(visible) == wanted and count in (None, wanted)
+        smi = "no nvidia-smi on the node" if count is None else f"nvidia-smi lists {count}"
+        out.append(CheckResult(check, "pass" if ok else "fail", **base, value=len(visible),
+                               detail=f"CUDA_VISIBLE_DEVICES={','.join(visible) or '(unset)'}; {smi}" + ("" if ok else
                                       ": the job did not get exactly what it asked for; check gres.conf and "
                                       "cgroup device constraint")))
     return out
@@ -93,5 +114,6 @@ def not_applicable(level: str, has_gpus: bool) -> list[CheckResult]:
     out = [CheckResult("nccl.node_busbw", "na", source="nccl-tests all_reduce_perf", detail=why),
            CheckResult("nccl.cluster_busbw", "na", source="nccl-tests all_reduce_perf", detail=why)]
     if not has_gpus:
-        out.append(CheckResult("slurm.gres", "na", source="srun --gres=gpu:1", detail="no GPU nodes in this cluster"))
+        out += [CheckResult(check, "na", source=f"srun --gres={gres}", detail="no GPU nodes in this cluster")
+                for check, gres in (("slurm.gres", "gpu:<n>"), ("slurm.gres_single", "gpu:1"))]
     return out if (not has_gpus or level == "quick") else []

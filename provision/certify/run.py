@@ -3,45 +3,48 @@
 Order of one run (quick on 4 sandbox nodes: about 15 s):
 1. SSH to every node at once (node.reachable); the controller makes a munge credential.
 2. Per node, one SSH command: write the node's expectation, report slurmd, decode the credential
-   (munge.credential, slurm.slurmd); on the controller: scontrol ping and sinfo (slurm.controller,
-   slurm.node_state).
+   (munge.credential, slurm.slurmd), the digests of the cluster-wide files and the stack's package versions
+   (config.files against the controller, config.packages within the group) and, on compute nodes, what
+   `slurmd -C` reads from the hardware; on the controller: scontrol ping, sinfo (slurm.controller,
+   slurm.node_state) and `scontrol show node` (slurm.node_definition: the controller's view against the node's).
 3. ONE srun across every compute node that can take a step runs the probe (one task per node), then a
    second one the filesystem cross-check; a node left out or whose task failed gets slurm.srun failed
    with the reason (srun's error line, or why it was left out).
-4. sbatch across the same nodes (slurm.sbatch, waited for in sacct) while the pairwise network matrix
-   runs (net.pairwise_bw, net.node_bw); the GPU gres check and, at standard and full, nccl-tests.
-5. Clean up (iperf3 servers by PID, scratch folders), assemble, write the reports, optionally drain.
+4. Jobs shaped like users': each node asked for whole (--exclusive, every CPU, most of the memory:
+   slurm.node_resources), then one MPI job across every compute node through `srun --mpi=pmix` whose
+   allreduces are verified (mpi.start per node, mpi.allreduce with its time).
+5. sbatch across the same nodes (slurm.sbatch, waited for in sacct) while the pairwise network matrix
+   runs (net.pairwise_bw, net.node_bw); GPU gres jobs (all of a node's GPUs, then one) and, at standard
+   and full, nccl-tests.
+6. Clean up (iperf3 servers by PID, scratch folders), assemble, write the reports, optionally drain.
 
 The controller-only node is no Slurm compute node: the probe (GPU, filesystem) and slurm.slurmd do
-not apply to it; it takes part in node.reachable, munge.credential (as the reference), slurm.controller
-and the network matrix.
+not apply to it; it takes part in node.reachable, munge.credential (as the reference), config.files (as the
+reference), slurm.controller and the network matrix.
 """
 from __future__ import annotations
 
 import json
 import random
-import secrets
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 
-from provision.certify import bundle, gpu_jobs, network, slurm_checks, srun
+from provision.certify import bundle, consistency, gpu_jobs, network, node_definition, slurm_checks, srun, user_steps
 from provision.certify.assemble import assemble, parse_probe_output
+from provision.certify.drain import drain
 from provision.certify.expect import LEVELS, NodeExpectation
 from provision.certify.fleet import Fleet
-from provision.certify.nccl import NcclJob
-from provision.certify.netmatrix import PairResult
 from provision.certify.records import CheckResult, ClusterReport
 from provision.certify.report import ReportPaths, write_to_state
+from provision.certify.session import PREFIX, Session, now_iso, step
 from provision.errors import CertifyError, UsageError
 from provision.providers import cluster_state
 from provision.providers.base import Progress, silent
 from provision.records import ClusterInfo, NodeInfo
 from provision.spec.model import ClusterSpec
 
-PREFIX = "/opt/gpu-provision/certify"  # the certify role's certify_prefix
 PROBE = f"{PREFIX}/bin/certify-probe"
 GPUBENCH = f"{PREFIX}/bin/gpubench"
 FS_SIZE_MIB = {"quick": 16, "standard": 256, "full": 1024}
@@ -92,16 +95,6 @@ class CertifyRun:
                 - datetime.fromisoformat(self.report.started_at)).total_seconds()
 
 
-def now_iso() -> str:
-    """UTC timestamp with milliseconds."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-def new_run_id() -> str:
-    """Unique and sortable: UTC time plus random hex (names the scratch folders of the run)."""
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
-
-
 def certify(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions = CertifyOptions(),
             progress: Progress = silent) -> CertifyRun:
     """Run every check, write report.json/.xml/.html under the state's reports folder, drain if asked."""
@@ -114,37 +107,10 @@ def certify(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions = C
     return run
 
 
-@dataclass
-class _Run:
-    """What one collection accumulates."""
-
-    spec: ClusterSpec
-    cluster: ClusterInfo
-    options: CertifyOptions
-    progress: Progress
-    run_id: str = field(default_factory=new_run_id)
-    checks: list[CheckResult] = field(default_factory=list)
-    probes: dict[str, dict] = field(default_factory=dict)
-    fs_verify: dict[str, dict] | None = None
-    pairs: list[PairResult] = field(default_factory=list)
-    nccl: list[NcclJob] = field(default_factory=list)
-
-    @property
-    def controller(self) -> str:
-        return self.cluster.controller.name
-
-    @property
-    def compute(self) -> list[NodeInfo]:
-        return self.cluster.with_role("compute")
-
-    def job(self, what: str) -> str:
-        return f"certify-{what}-{self.run_id}"
-
-
 def collect(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions,
             progress: Progress = silent) -> ClusterReport:
     """Measure everything and assemble the report (nothing written)."""
-    run = _Run(spec, cluster, options, progress)
+    run = Session(spec, cluster, options, progress)
     started = now_iso()
     with Fleet(cluster) as fleet:
         progress(f"certify {options.level}: connecting to {len(cluster.nodes)} nodes")
@@ -153,7 +119,10 @@ def collect(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions,
         try:
             eligible = _prechecks(run, fleet)
             answered = _probe(run, fleet, eligible)
+            user_steps.definitions(run, fleet, answered)
             _fs_verify(run, fleet, answered)
+            user_steps.whole_nodes(run, fleet, answered)
+            user_steps.mpi(run, fleet, answered)
             _sbatch_and_network(run, fleet, answered)
             _gpu_jobs(run, fleet, answered)
         finally:
@@ -163,12 +132,12 @@ def collect(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions,
                     pairs=run.pairs, extra_checks=run.checks, probed=[n.name for n in run.compute])
 
 
-def _expectation(run: _Run, node: NodeInfo) -> str:
+def _expectation(run: Session, node: NodeInfo) -> str:
     expect = NodeExpectation.for_node(node, run.spec, run_id=run.run_id, fs_size_mib=FS_SIZE_MIB[run.options.level])
     return json.dumps(expect.to_dict(), separators=(",", ":"))
 
 
-def _prechecks(run: _Run, fleet: Fleet) -> list[str]:
+def _prechecks(run: Session, fleet: Fleet) -> list[str]:
     """Munge, slurmd and node states; returns the compute nodes a step can be placed on."""
     ctl = run.controller
     made = fleet.run(ctl, "munge -n", 15)
@@ -177,8 +146,13 @@ def _prechecks(run: _Run, fleet: Fleet) -> list[str]:
     digest_file = f"{PREFIX}/probe/{bundle.DIGEST_FILE}"
     outcomes = fleet.run_many({n.name: slurm_checks.precheck_command(run.run_id, _expectation(run, n), credential,
                                                                      n.has_role("compute"), digest_file)
+                               + "\n" + consistency.command()
+                               + ("\n" + node_definition.NODE_COMMAND if n.has_role("compute") else "")
                                for n in reachable}, timeout=30)
-    fields = {name: slurm_checks.parse_fields(o.stdout) for name, o in outcomes.items() if o.rc is not None}
+    run.precheck = {name: o.stdout for name, o in outcomes.items() if o.rc is not None}
+    fields = {name: slurm_checks.parse_fields(text) for name, text in run.precheck.items()}
+    user_steps.configuration(run)
+    user_steps.read_view(run, fleet)
     state = fleet.run(ctl, slurm_checks.state_command(), 30)
     ping, states = slurm_checks.parse_states(state.stdout) if state.rc is not None else ("", {})
     if fleet.reachable(ctl):
@@ -195,7 +169,7 @@ def _prechecks(run: _Run, fleet: Fleet) -> list[str]:
     return eligible
 
 
-def _blockers(run: _Run, fleet: Fleet, node: str, fields: dict[str, dict[str, str]],
+def _blockers(run: Session, fleet: Fleet, node: str, fields: dict[str, dict[str, str]],
               states: dict[str, tuple[str, str]], expected_digest: str, outcomes: dict) -> list[str]:
     """Record the node's slurmd, probe and Slurm-state checks; return why no step can run on it (empty: it can)."""
     ctl = run.controller
@@ -224,16 +198,7 @@ def _blockers(run: _Run, fleet: Fleet, node: str, fields: dict[str, dict[str, st
     return reasons
 
 
-def _step(run: _Run, fleet: Fleet, step: srun.Step) -> tuple[srun.StepOutput, object, float]:
-    started = time.monotonic()
-    outcome = fleet.run(run.controller, step.shell(), step.timeout_s + srun.KILL_AFTER_S + 15)
-    output = srun.parse(outcome.rc, outcome.stdout, outcome.stderr)
-    if outcome.rc is None:
-        output.general.append(outcome.error or "the controller stopped answering")
-    return output, outcome, time.monotonic() - started
-
-
-def _probe(run: _Run, fleet: Fleet, eligible: list[str]) -> list[str]:
+def _probe(run: Session, fleet: Fleet, eligible: list[str]) -> list[str]:
     """The probe on every eligible node in one srun; returns the nodes whose document came back."""
     level = run.options.level
     compute = [n.name for n in run.compute]
@@ -243,7 +208,7 @@ def _probe(run: _Run, fleet: Fleet, eligible: list[str]) -> list[str]:
     run.progress(f"probe ({level}) on {len(eligible)} nodes in one srun")
     command = (f"{PROBE} --level {level} --expect-json @{slurm_checks.expect_path(run.run_id)} "
                f"--gpubench {GPUBENCH}")
-    output, _, seconds = _step(run, fleet, srun.Step(tuple(eligible), command, run.job("probe"),
+    output, _, seconds = step(run, fleet, srun.Step(tuple(eligible), command, run.job("probe"),
                                                      PROBE_TIMEOUT_S[level]))
     missing = output.missing(eligible)
     answered = []
@@ -260,12 +225,12 @@ def _probe(run: _Run, fleet: Fleet, eligible: list[str]) -> list[str]:
     return answered
 
 
-def _fs_verify(run: _Run, fleet: Fleet, answered: list[str]) -> None:
+def _fs_verify(run: Session, fleet: Fleet, answered: list[str]) -> None:
     """Second srun: every node reads every node's file of this run."""
     if run.spec.filesystem.type == "none" or not answered:
         return
     command = f"{PROBE} --fs-verify --expect-json @{slurm_checks.expect_path(run.run_id)}"
-    output, _, _ = _step(run, fleet, srun.Step(tuple(answered), command, run.job("fsverify"), VERIFY_TIMEOUT_S))
+    output, _, _ = step(run, fleet, srun.Step(tuple(answered), command, run.job("fsverify"), VERIFY_TIMEOUT_S))
     run.fs_verify = {}
     for node in answered:
         try:
@@ -274,7 +239,7 @@ def _fs_verify(run: _Run, fleet: Fleet, answered: list[str]) -> None:
             continue  # assemble reports "no verification document" on that node
 
 
-def _sbatch_and_network(run: _Run, fleet: Fleet, answered: list[str]) -> None:
+def _sbatch_and_network(run: Session, fleet: Fleet, answered: list[str]) -> None:
     """Submit the accounting job, measure the matrix while it runs, then wait for sacct."""
     result: dict[str, CheckResult] = {}
     waiter = None
@@ -289,7 +254,7 @@ def _sbatch_and_network(run: _Run, fleet: Fleet, answered: list[str]) -> None:
     run.checks.append(result.get("check") or slurm_checks.sbatch_check(None, None, "the sbatch check did not finish"))
 
 
-def _sbatch(run: _Run, fleet: Fleet, nodes: list[str]) -> CheckResult:
+def _sbatch(run: Session, fleet: Fleet, nodes: list[str]) -> CheckResult:
     started = time.monotonic()
     submitted = fleet.run(run.controller, slurm_checks.sbatch_command(nodes, run.job("sbatch")), 30)
     job = submitted.stdout.strip().split(";")[0]
@@ -307,7 +272,7 @@ def _sbatch(run: _Run, fleet: Fleet, nodes: list[str]) -> CheckResult:
     return slurm_checks.sbatch_check(job, accounted, seconds=time.monotonic() - started)
 
 
-def _network(run: _Run, fleet: Fleet) -> None:
+def _network(run: Session, fleet: Fleet) -> None:
     """Pairwise matrix over every reachable node: ib_write_bw where all compute nodes have RDMA, else iperf3."""
     reachable = [n for n in run.cluster.nodes if fleet.reachable(n.name)]
     compute = [n.name for n in run.compute if n.name in run.probes and run.probes[n.name].get("mode") == "probe"]
@@ -326,7 +291,7 @@ def _network(run: _Run, fleet: Fleet) -> None:
     run.pairs = network.measure_iperf3(fleet, addresses, run.run_id, tool)
 
 
-def _gpu_jobs(run: _Run, fleet: Fleet, answered: list[str]) -> None:
+def _gpu_jobs(run: Session, fleet: Fleet, answered: list[str]) -> None:
     """gres check on GPU nodes (every level) and nccl-tests (standard, full); n/a lines otherwise."""
     level = run.options.level
     gpu_nodes = [n for n in run.compute if n.gpu_count and n.name in answered]
@@ -335,22 +300,26 @@ def _gpu_jobs(run: _Run, fleet: Fleet, answered: list[str]) -> None:
     if not gpu_nodes:
         return
     names = [n.name for n in gpu_nodes]
-    output, _, _ = _step(run, fleet, gpu_jobs.gres_step(names, run.job("gres")))
-    run.checks += gpu_jobs.gres_checks(output, names)
+    for one in gpu_jobs.gres_steps(gpu_nodes, run.job("gres")):
+        output, _, _ = step(run, fleet, one)
+        run.checks += gpu_jobs.gres_checks(one, output)
+    single = gpu_jobs.gres_single_step(names, run.job("gres-single"))
+    output, _, _ = step(run, fleet, single)
+    run.checks += gpu_jobs.gres_checks(single, output, "slurm.gres_single")
     if level == "quick":
         return
     gpus = min(n.gpu_count for n in gpu_nodes)
     run.progress(f"nccl-tests all_reduce_perf on {len(names)} nodes")
-    output, _, _ = _step(run, fleet, gpu_jobs.node_nccl_step(names, gpus, level, run.job("nccl-node"),
+    output, _, _ = step(run, fleet, gpu_jobs.node_nccl_step(names, gpus, level, run.job("nccl-node"),
                                                               run.options.nccl_tests))
     run.nccl += gpu_jobs.node_nccl_jobs(output, names)
     if len(names) >= 2:
-        output, outcome, _ = _step(run, fleet, gpu_jobs.cluster_nccl_step(names, gpus, level, run.job("nccl-all"),
+        output, outcome, _ = step(run, fleet, gpu_jobs.cluster_nccl_step(names, gpus, level, run.job("nccl-all"),
                                                                            run.options.nccl_tests))
         run.nccl.append(gpu_jobs.cluster_nccl_job(outcome.rc, outcome.stdout, output, names))
 
 
-def _cleanup(run: _Run, fleet: Fleet) -> None:
+def _cleanup(run: Session, fleet: Fleet) -> None:
     """Remove this run's scratch folders on every node and its files on the shared filesystem."""
     writer = next((n for n, d in run.probes.items() if d.get("mode") == "probe" and (d.get("fs") or {}).get("path")),
                   None)
@@ -359,30 +328,3 @@ def _cleanup(run: _Run, fleet: Fleet) -> None:
         folder = f"{run.spec.filesystem.mount_point}/.provision-certify/{run.run_id}"
         commands[writer] += f"; rm -rf {folder}"
     fleet.run_many(commands, timeout=60)
-
-
-def drain(cluster: ClusterInfo, report: ClusterReport,
-          progress: Progress = silent) -> tuple[dict[str, str], dict[str, str]]:
-    """Drain every failed compute node in Slurm, the reason naming its failed checks; ({node: reason}, errors)."""
-    compute = {n.name for n in cluster.with_role("compute")}
-    drained, errors = {}, {}
-    targets = [n for n in report.nodes if n.verdict == "fail" and n.name in compute]
-    if not targets:
-        return drained, errors
-    with Fleet(cluster) as fleet:
-        fleet.connect([cluster.controller])
-        for node in targets:
-            failed = failed_checks(report, node.name)
-            outcome = fleet.run(cluster.controller.name, slurm_checks.drain_command(node.name, failed), 30)
-            if outcome.ok:
-                drained[node.name] = slurm_checks.drain_reason(failed)
-                progress(f"drained {node.name}")
-            else:
-                errors[node.name] = outcome.error or outcome.stderr.strip() or f"exit {outcome.rc}"
-    return drained, errors
-
-
-def failed_checks(report: ClusterReport, node: str) -> Sequence[str]:
-    """The ids of a node's failed checks, once each, in report order."""
-    found = next((n for n in report.nodes if n.name == node), None)
-    return list(dict.fromkeys(c.check for c in found.checks if c.verdict == "fail")) if found else []

@@ -3,7 +3,7 @@
 Pure: the commands are strings, the judgements read text. Which node a check is about:
 - node.reachable, munge.credential: every node (the controller makes the reference credential);
 - slurm.slurmd, slurm.node_state: compute nodes; slurm.controller: the controller;
-- slurm.srun_all, slurm.sbatch, slurm.gres: the cluster (node None).
+- slurm.srun_all, slurm.sbatch: the cluster (node None).
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from provision.cli.output import err, print_json
 from provision.cli.spec_cmds import SpecArg
 from provision.deploy.engine import DeployOptions, deploy as run_deploy
 from provision.deploy.records import DeployResult
-from provision.errors import EXIT_FAILED
+from provision.errors import EXIT_CHANGES, EXIT_FAILED
 from provision.spec import load_spec
 
 
@@ -39,10 +39,15 @@ def deploy(
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Install and configure the cluster's software with Ansible; exit 1 if any host fails."""
+    """Install and configure the cluster's software with Ansible; exit 1 if any host fails.
+
+    With --check nothing changes: it lists per host the tasks a real run would change and exits 4 when there
+    are any (the cluster drifted from the spec), 0 when there are none."""
     cluster_spec = load_spec(spec)
     cluster = lifecycle.current_cluster(cluster_spec)
     options = DeployOptions(tags=tags, limit=limit, check=check, retry_failed=retry_failed)
     result = run_with_view(cluster_spec, cluster, options, quiet, json_out)
     if not result.ok:
         raise typer.Exit(EXIT_FAILED)
+    if result.check_mode and result.changed_hosts:
+        raise typer.Exit(EXIT_CHANGES)

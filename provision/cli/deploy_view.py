@@ -6,7 +6,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from provision.cli.output import err, out
+from provision.cli.output import err, escape, out
 from provision.deploy.events import Progress
 from provision.deploy.records import DeployResult
 
@@ -50,7 +50,7 @@ def quiet_lines(progress: Progress, seen: set[str]) -> None:
     key = f"{progress.play}/{progress.task}"
     if progress.task and key not in seen:
         seen.add(key)
-        err.print(f"[dim]task[/dim] {progress.task}", markup=True, highlight=False)
+        err.print(f"[dim]task[/dim] {escape(progress.task)}", markup=True, highlight=False)
 
 
 def recap(result: DeployResult) -> None:
@@ -67,6 +67,11 @@ def recap(result: DeployResult) -> None:
     out.print(table)
     if result.cancelled:
         err.print("[red]deploy cancelled (signal); run it again to converge[/red]", markup=True)
+    if result.check_mode and result.ok:
+        changed = result.changed_hosts
+        out.print(f"drift on {', '.join(changed)}: a deploy would change what is listed above" if changed
+                  else "no changes: every host matches the spec")
     if not result.ok:
         failed = ", ".join(result.failed_hosts) or "the run itself"
-        err.print(f"[red]failed: {failed}[/red]; artifacts: {result.artifacts_dir}", markup=True, highlight=False)
+        err.print(f"[red]failed: {escape(failed)}[/red]; artifacts: {escape(str(result.artifacts_dir))}", markup=True,
+                  highlight=False)

@@ -9,10 +9,10 @@ from rich.text import Text
 
 from provision import lifecycle
 from provision.cli.cluster_cmds import JsonOpt
-from provision.cli.output import err, out, print_json
+from provision.cli.output import err, escape, out, print_json
 from provision.cli.spec_cmds import SpecArg
 from provision.errors import EXIT_FAILED
-from provision.preflight import DEFAULT_CONCURRENCY, run_preflight
+from provision.preflight import DEFAULT_CONCURRENCY
 from provision.preflight.records import PreflightReport
 from provision.spec import load_spec
 
@@ -29,7 +29,7 @@ def render(report: PreflightReport) -> None:
         table.add_row(node.name, node.address or "-", Text(node.verdict, style=_COLOURS[node.verdict]), notes)
     out.print(table)
     if report.failed_nodes:
-        err.print(f"[red]preflight failed on {', '.join(report.failed_nodes)}[/red]", markup=True)
+        err.print(f"[red]preflight failed on {escape(', '.join(report.failed_nodes))}[/red]", markup=True)
 
 
 def preflight(
@@ -39,8 +39,8 @@ def preflight(
     json_out: JsonOpt = False,
 ) -> None:
     """Check every node over SSH (reachability, keys, OS, disk, clock, GPUs, fabric); exit 1 on a fail."""
-    cluster = lifecycle.current_cluster(load_spec(spec))
-    report = run_preflight(cluster, accept_new_host_keys, concurrency)
+    report = lifecycle.preflight(load_spec(spec), accept_new_host_keys=accept_new_host_keys,
+                                 concurrency=concurrency)
     if json_out:
         print_json(report.as_dict())
     else:

@@ -8,7 +8,7 @@ from provision.cli.output import err, out
 from provision.deploy.engine import DeployOptions
 from provision.cli.preflight_cmd import render as render_preflight
 from provision.errors import CertifyError, DeployError, PreflightError
-from provision.preflight import run_preflight
+from provision import lifecycle
 from provision.lifecycle import StageRunner
 from provision.providers.base import Progress
 from provision.records import ClusterInfo
@@ -28,7 +28,7 @@ def _deploy_stage(quiet: bool) -> StageRunner:
 
 def _preflight_stage(spec: ClusterSpec, cluster: ClusterInfo, progress: Progress) -> object:
     """Check every node; a failing node stops `up` with the table."""
-    report = run_preflight(cluster)
+    report = lifecycle.preflight(spec, cluster)
     if report.failed_nodes:
         render_preflight(report)
         raise PreflightError(f"preflight failed on {', '.join(report.failed_nodes)}",

@@ -11,6 +11,7 @@ from provision.deploy.ansible_cfg import write_ansible_cfg
 from provision.deploy.events import EventTracker, OnUpdate
 from provision.deploy.records import DeployResult
 from provision.errors import UsageError
+from provision.preflight import ensure_hardware
 from provision.providers import cluster_state
 from provision.records import ClusterInfo
 from provision.resources import playbooks_dir
@@ -54,6 +55,7 @@ def deploy(spec: ClusterSpec, cluster: ClusterInfo, options: DeployOptions = Dep
     state = cluster_state(spec)
     limit = _limit(state, options)
     secrets.ensure_secrets(state)
+    ensure_hardware(state, cluster)
     inventory.write(spec, cluster, state.inventory_dir)
     run = PlaybookRun(
         private_data_dir=state.runs_dir / _run_dir_name(options),

@@ -45,6 +45,11 @@ class DeployResult:
         return [h.host for h in self.hosts if h.status in ("failed", "unreachable")]
 
     @property
+    def changed_hosts(self) -> list[str]:
+        """Hosts where a task changed something (in check mode: would change it)."""
+        return [h.host for h in self.hosts if h.changed]
+
+    @property
     def ok(self) -> bool:
         """True when Ansible finished and no host failed."""
         return self.rc == 0 and not self.failed_hosts and not self.cancelled
@@ -52,5 +57,6 @@ class DeployResult:
     def as_dict(self) -> dict:
         """JSON form for --json."""
         return {"ok": self.ok, "rc": self.rc, "check_mode": self.check_mode, "cancelled": self.cancelled,
+                "changed_hosts": self.changed_hosts,
                 "artifacts_dir": str(self.artifacts_dir), "failed_hosts": self.failed_hosts,
                 "hosts": [{**asdict(h), "status": h.status} for h in self.hosts]}

@@ -5,12 +5,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 
+from provision import hardware
+from provision.hardware import NodeHardware
 from provision.adaptors import ssh
 from provision.errors import ConnectionFailure
 from provision.preflight.judge import clock_check, judge, parse_facts
 from provision.preflight.records import Check, NodeReport, PreflightReport
 from provision.records import ClusterInfo, NodeInfo
 from provision.remote import ssh_target
+from provision.state import ClusterState
 
 DEFAULT_CONCURRENCY = 32
 
@@ -37,7 +40,7 @@ def check_node(cluster: ClusterInfo, node: NodeInfo, accept_new_host_keys: bool 
         report.clock_offset_s = float(out.strip()) - (before + after) / 2 if out.strip() else None
         _, out, _ = ssh.run(client, f"sh -c {_quote(_probe_script())}", timeout * 3)
     report.facts = parse_facts(out)
-    report.checks.extend(judge(node, report.facts))
+    report.checks.extend(judge(node, report.facts, sandbox=cluster.sandbox))
     return report
 
 
@@ -60,3 +63,19 @@ def run_preflight(cluster: ClusterInfo, accept_new_host_keys: bool = False,
             offset = None if reference is None or report.clock_offset_s is None else report.clock_offset_s - reference
             report.checks.append(clock_check(offset, cluster.controller.name))
     return PreflightReport(reports, time.monotonic() - start)
+
+
+def ensure_hardware(state: ClusterState, cluster: ClusterInfo, concurrency: int = DEFAULT_CONCURRENCY) -> list[str]:
+    """Read and record the hardware of compute nodes that have none recorded (preflight was skipped).
+
+    Returns the compute nodes whose hardware is still unknown (unreachable): Slurm's lines for them carry
+    only what the spec says."""
+    known = hardware.load(state)
+    missing = [n for n in cluster.with_role("compute") if n.name not in known and n.address]
+    if not missing:
+        return []
+    partial = cluster.model_copy(update={"nodes": tuple(missing)})
+    with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(missing)))) as pool:
+        reports = list(pool.map(lambda n: check_node(partial, n), missing))
+    hardware.record(state, PreflightReport(reports, 0.0).hardware())
+    return [r.name for r in reports if NodeHardware.from_facts(r.facts) is None]

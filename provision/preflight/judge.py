@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from provision.gpus import model_for_pci_device
+from provision.hardware import NodeHardware, excesses
 from provision.preflight.records import Check
 from provision.records import NodeInfo
 
@@ -21,11 +22,12 @@ def parse_facts(text: str) -> dict[str, str]:
     return facts
 
 
-def judge(node: NodeInfo, facts: dict[str, str]) -> list[Check]:
-    """Every fact-based check for one node."""
+def judge(node: NodeInfo, facts: dict[str, str], sandbox: bool = False) -> list[Check]:
+    """Every fact-based check for one node (a sandbox node's GPUs are stand-in device files, not PCI devices)."""
+    gpus = _sandbox_gpus(node, facts) if sandbox else _gpus(node, facts)
     return [_privilege(facts), _os(facts), _headers(node, facts), _disk(facts, "/", "disk_root_kb", "disk_root"),
-            _disk(facts, "/var", "disk_var_kb", "disk_var"), _python(facts), _gpus(node, facts), _fabric(node, facts),
-            _hostname(facts)]
+            _disk(facts, "/var", "disk_var_kb", "disk_var"), _python(facts), _resources(node, facts), gpus,
+            _fabric(node, facts), _hostname(facts)]
 
 
 def _privilege(facts: dict) -> Check:
@@ -79,6 +81,30 @@ def _gpus(node: NodeInfo, facts: dict) -> Check:
     if any(m is None or m.key != node.gpu_model for m in models):
         return Check("gpus", "fail", f"{seen}; the spec expects {node.gpu_model}")
     return Check("gpus", "pass", seen)
+
+
+def _resources(node: NodeInfo, facts: dict) -> Check:
+    """CPUs and memory as Slurm will be told; a spec override above what the node has fails."""
+    hw = NodeHardware.from_facts(facts)
+    if hw is None:
+        return Check("resources", "fail" if node.has_role("compute") else "warn",
+                     "could not read the CPU topology (lscpu -p) and MemTotal; Slurm's node definition needs them")
+    over = excesses(node, hw)
+    if over:
+        asked = "; ".join(f"node group '{node.group}' {e.field}: {e.asked} asked, {e.found} found on {node.name}"
+                          for e in over)
+        return Check("resources", "fail", f"{asked}; lower the value in the spec or drop it to use what the node has")
+    return Check("resources", "pass", hw.describe())
+
+
+def _sandbox_gpus(node: NodeInfo, facts: dict) -> Check:
+    """Sandbox GPU nodes carry stand-in device files (/dev/nvidiaN) so Slurm schedules gres; no PCI GPU."""
+    files = int(facts.get("gpu_device_files") or 0)
+    if files != node.gpu_count:
+        return Check("gpus", "fail", f"{files} stand-in GPU device files; the spec expects {node.gpu_count}")
+    if not files:
+        return Check("gpus", "n/a", "no GPU expected, none found")
+    return Check("gpus", "pass", f"{files} x {node.gpu_model} stand-in device files (sandbox test hook)")
 
 
 def _fabric(node: NodeInfo, facts: dict) -> Check:

@@ -28,5 +28,14 @@ for d in /sys/class/infiniband/*; do
   printf '%s:%s,' "$(basename "$d")" "$(basename "$(readlink -f "$d/device/driver")")"
 done
 echo
+# Processors and memory as slurmd -C reports them: lscpu's parseable list (one line per online CPU).
+if command -v lscpu >/dev/null; then
+  LC_ALL=C lscpu -p=SOCKET,CORE 2>/dev/null | awk -F, '!/^#/ {cpus++; s[$1]=1; c[$1","$2]=1}
+    END {ns=length(s); nc=length(c); if (cpus && ns && nc) {
+      print "cpus=" cpus; print "boards=1"; print "sockets_per_board=" ns;
+      print "cores_per_socket=" int(nc / ns); print "threads_per_core=" int(cpus / nc)}}'
+fi
+echo "memory_mb=$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)"
+echo "gpu_device_files=$(ls /dev 2>/dev/null | grep -c '^nvidia[0-9][0-9]*$')"
 if getent hosts "$(hostname)" >/dev/null; then echo "resolves=yes"; else echo "resolves=no"; fi
 echo "hostname=$(hostname)"

@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
+from provision.hardware import NodeHardware
+
 Verdict = Literal["pass", "warn", "fail", "n/a"]
 _RANK = {"n/a": 0, "pass": 1, "warn": 2, "fail": 3}
 
@@ -58,6 +60,11 @@ class PreflightReport:
     def failed_nodes(self) -> list[str]:
         """Nodes with at least one failed check."""
         return [n.name for n in self.nodes if n.verdict == "fail"]
+
+    def hardware(self) -> dict[str, NodeHardware]:
+        """Each answering node's processors and memory, for the cluster's hardware record."""
+        found = {n.name: NodeHardware.from_facts(n.facts) for n in self.nodes}
+        return {name: hw for name, hw in found.items() if hw is not None}
 
     def as_dict(self) -> dict:
         """JSON form for --json (facts included; no key material is ever collected)."""

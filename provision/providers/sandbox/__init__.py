@@ -140,6 +140,9 @@ class SandboxProvider(Provider):
     def _ensure_node(self, rec: SandboxRecord, planned_node: NodeInfo, authorized_key: str) -> None:
         """Record the node's names, make its netns and veth, and write its identity if it is stopped."""
         item = rec.nodes.get(planned_node.name)
+        if item is not None and item.stand_in_gpus != planned_node.gpu_count:
+            item.stand_in_gpus = planned_node.gpu_count  # takes effect at the node's next boot
+            record.save(self.state, rec)
         if item is None or item.address != planned_node.address:
             item = NodeRecord(name=planned_node.name, address=str(planned_node.address),
                               netns=layout.netns_name(self.spec.name, planned_node.name),
@@ -147,7 +150,7 @@ class SandboxProvider(Provider):
                               dir=str(layout.node_dir(self.state, planned_node.name)),
                               host_key=item.host_key if item else None,
                               init=item.init if item else None, launcher=item.launcher if item else None,
-                              namespaces=item.namespaces if item else {})
+                              namespaces=item.namespaces if item else {}, stand_in_gpus=planned_node.gpu_count)
             rec.nodes[item.name] = item
             record.save(self.state, rec)
         network.ensure_node_link(item.netns, item.veth, rec.bridge, item.address, IPv4Network(rec.subnet).prefixlen)

@@ -27,7 +27,7 @@ def boot_argv(node: NodeRecord, lower: Path) -> list[str]:
             "setpriv", "--bounding-set", DROPPED_CAPABILITIES, "--",
             "unshare", "--uts", "--mount", "--pid", "--ipc", "--fork", "--propagation", "private", "--",
             "/bin/bash", str(Path(node.dir) / "boot.sh"), str(lower), str(paths["upper"]), str(paths["work"]),
-            str(paths["root"]), node.name]
+            str(paths["root"]), node.name, str(node.stand_in_gpus)]
 
 
 def launch(node: NodeRecord, lower: Path) -> Proc:

@@ -32,6 +32,7 @@ class NodeRecord:
     init: Proc | None = None  # PID 1 of the node, as seen from the host
     launcher: Proc | None = None  # the unshare process that waits for init
     namespaces: dict[str, int] = field(default_factory=dict)  # ns kind -> inode, for the teardown audit
+    stand_in_gpus: int = 0  # TEST HOOK: /dev/nvidia0..N-1 stand-in device files, so Slurm schedules GPU gres
 
 
 @dataclass

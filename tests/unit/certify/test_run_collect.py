@@ -10,7 +10,7 @@ import shlex
 
 import pytest
 
-from provision.certify import bundle, run as runner
+from provision.certify import bundle, drain as drainer, run as runner
 from provision.certify.expect import NodeExpectation
 from provision.certify.fleet import Fleet, Outcome
 from provision.certify.probe import collect
@@ -33,8 +33,14 @@ CLUSTER = ClusterInfo(name="unit", provider="sandbox", sandbox=True, nodes=tuple
     for i, (name, roles) in enumerate(ROLES.items())))
 
 
+HW = "NodeName={} CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=24105"
+DIGEST = "ab" * 32
+
+
 class FakeSandbox(Fleet):
-    """Answers like the 4-node sandbox; faults: down (no SSH), slurmd_off, bad_key, launch_fails."""
+    """Answers like the 4-node sandbox; faults: down (no SSH), slurmd_off, bad_key, launch_fails, conf_drift
+    (the node's slurm.conf differs), mem_claim (slurm.conf claims more memory than the node has), mpi_broken
+    (MPI cannot start on the node), old_slurmd (another slurmd version on the node)."""
 
     faults: dict = {}
     shared = None
@@ -63,6 +69,8 @@ class FakeSandbox(Fleet):
             return Outcome(name, 0, json.dumps({"end": {"sum_received": {"bits_per_second": 1e9}}}))
         if "expect.json" in command and "printf" in command:
             return Outcome(name, 0, self._precheck(name, command))
+        if command == "scontrol show node -o":
+            return Outcome(name, 0, "".join(self._definition(n) for n, roles in ROLES.items() if "compute" in roles))
         if command.startswith("scontrol ping"):
             rows = "\n".join(f"{n}|idle|none" for n, roles in ROLES.items() if "compute" in roles)
             return Outcome(name, 0, f"Slurmctld(primary) at ctl01 is UP\n--\n{rows}\n")
@@ -84,12 +92,28 @@ class FakeSandbox(Fleet):
             lines += ["munge_rc=1", "munge=unmunge: Error: Invalid credential"]
         else:
             lines += ["munge_rc=0", "munge=STATUS: Success (0)"]
+        slurm_conf = "cd" * 32 if name in self.faults.get("conf_drift", ()) else DIGEST
+        lines += [f"cfg|/etc/slurm/slurm.conf|{slurm_conf}", f"cfg|/etc/hosts|{DIGEST}", "cfg|/etc/slurm/gres.conf|-",
+                  "pkg|munge|0.5.15-2|ii ", "pkg|slurm-client|22.05.8-4|ii "]
+        slurmd = "22.05.8-1" if name in self.faults.get("old_slurmd", ()) else "22.05.8-4"
+        if "compute" in ROLES[name]:
+            lines += [f"pkg|slurmd|{slurmd}|ii ", f"slurmd_c|{HW.format(name)}", "gpu_device_files=0"]
         return "\n".join(lines) + "\n"
+
+    def _definition(self, node):
+        memory = 48000 if node in self.faults.get("mem_claim", ()) else 22900
+        return (f"NodeName={node} Arch=x86_64 CoresPerSocket=2 CPUAlloc=0 CPUTot=2 CPULoad=0.01 Gres=(null) "
+                f"OS=Linux 6.1.0 #1 SMP RealMemory={memory} AllocMem=0 State=IDLE\n")
 
     def _srun(self, name, command):
         argv = shlex.split(command)
         nodes = argv[argv.index("-w") + 1].split(",")
         out, err = [], []
+        if "--exclusive" in argv:
+            return Outcome(name, 0, "".join(f"{t}: {NODE_MARK}{n}\n{t}: job_cpus=2\n{t}: job_cpus_per_task=2\n"
+                                            for t, n in enumerate(nodes)))
+        if "--mpi=pmix" in argv:
+            return self._mpi(name, nodes)
         for task, node in enumerate(nodes):
             if node in self.faults.get("launch_fails", ()):
                 err.append(f"srun: error: Task launch for StepId=7.0 failed on node {node}: "
@@ -101,12 +125,25 @@ class FakeSandbox(Fleet):
         return Outcome(name, 1 if err else 0, "\n".join(out) + "\n", "\n".join(err) + "\n")
 
 
+    def _mpi(self, name, nodes):
+        out, err, size = [], [], 2 * len(nodes)
+        for index, node in enumerate(nodes):
+            if node in self.faults.get("mpi_broken", ()):
+                err.append(f"srun: error: {node}: tasks {2 * index}-{2 * index + 1}: Exited with exit code 127")
+                continue
+            for rank in (2 * index, 2 * index + 1):
+                out += [f"{rank}: {NODE_MARK}{node}", f"{rank}: mpi rank={rank} size={size} host={node} errors=0 "
+                                                      "small_us=41.0 large_ms=12.500 bytes=8388608"]
+        return Outcome(name, 1 if err else 0, "\n".join(out) + "\n", "\n".join(err) + "\n")
+
+
 @pytest.fixture
 def sandbox(tmp_path, monkeypatch):
     shared = tmp_path / "shared"
     shared.mkdir()
     FakeSandbox.faults, FakeSandbox.shared, FakeSandbox.log = {}, shared, []
     monkeypatch.setattr(runner, "Fleet", FakeSandbox)
+    monkeypatch.setattr(drainer, "Fleet", FakeSandbox)
     monkeypatch.setattr(runner, "write_to_state", lambda report, state: None)
     return FakeSandbox
 
@@ -124,13 +161,24 @@ def test_healthy_cluster_passes_with_gpu_checks_not_applicable(sandbox):
     result = runner.certify(SPEC, CLUSTER, runner.CertifyOptions())
     report = result.report
     assert report.verdict == "pass" and failures(report) == set()
-    assert srun_nodes(sandbox.log) == ["node01,store01,store02"] * 2  # probe, then the fs cross-check
+    # probe, the fs cross-check, the whole-node job, the MPI job
+    assert srun_nodes(sandbox.log) == ["node01,store01,store02"] * 4
+    whole, mpi = [shlex.split(c) for _, c in sandbox.log if " srun " in c and not c.startswith("sbatch")][2:]
+    assert {"--exclusive", "--cpus-per-task=2", "--mem=20610M"} <= set(whole)
+    assert "--mpi=pmix" in mpi and "--ntasks-per-node=2" in mpi
     by_node = {n.name: {c.check: c.verdict for c in n.checks} for n in report.nodes}
     assert "slurm.srun" not in by_node["ctl01"] and by_node["ctl01"]["slurm.controller"] == "pass"
     assert by_node["node01"]["gpu.nvml"] == "na" and by_node["node01"]["fs.checksum"] == "pass"
-    cluster = {c.check: c.verdict for c in report.checks if c.check.startswith(("slurm", "nccl"))}
-    assert cluster == {"slurm.srun_all": "pass", "slurm.sbatch": "pass", "slurm.gres": "na",
-                       "nccl.node_busbw": "na", "nccl.cluster_busbw": "na"}
+    for node in ("node01", "store01", "store02"):
+        assert {k: by_node[node][k] for k in ("slurm.node_definition", "slurm.node_resources", "mpi.start",
+                                              "config.files", "config.packages")} == dict.fromkeys(
+            ("slurm.node_definition", "slurm.node_resources", "mpi.start", "config.files", "config.packages"), "pass")
+    assert by_node["ctl01"]["config.files"] == "pass" and "mpi.start" not in by_node["ctl01"]
+    cluster = {c.check: c.verdict for c in report.checks if c.check.startswith(("slurm", "nccl", "mpi"))}
+    assert cluster == {"slurm.srun_all": "pass", "slurm.sbatch": "pass", "slurm.gres": "na", "slurm.gres_single": "na",
+                       "nccl.node_busbw": "na", "nccl.cluster_busbw": "na", "mpi.allreduce": "pass"}
+    mpi = next(c for c in report.checks if c.check == "mpi.allreduce")
+    assert "6 ranks on 3 nodes" in mpi.detail and "8 MiB allreduce 12.5 ms" in mpi.detail
     assert report.network.nodes == tuple(ROLES) and report.network.tool == "iperf3"
     assert any("kill 4242" in c for _, c in sandbox.log)
 
@@ -150,6 +198,28 @@ def test_each_fault_fails_its_checks_on_its_node_only(sandbox, fault, node, chec
         assert srun_nodes(sandbox.log)[0] == ",".join(others)
     srun = next(c for c in report.all_checks() if c.node == node and c.check == "slurm.srun")
     assert srun.detail
+
+
+@pytest.mark.parametrize("fault, node, checks, cluster_checks", [
+    ("conf_drift", "store01", {"config.files"}, set()),
+    ("mem_claim", "node01", {"slurm.node_definition"}, set()),
+    ("mpi_broken", "store02", {"mpi.start"}, {"mpi.allreduce"}),
+])
+def test_user_job_faults_fail_on_their_node(sandbox, fault, node, checks, cluster_checks):
+    sandbox.faults = {fault: {node}}
+    report = runner.collect(SPEC, CLUSTER, runner.CertifyOptions())
+    assert failures(report) == {(node, c) for c in checks} | {(None, c) for c in cluster_checks}
+    failed = next(c for c in report.all_checks() if c.node == node and c.check in checks)
+    assert {"conf_drift": "/etc/slurm/slurm.conf differs", "mem_claim": "claims RealMemory=48000 MiB; the node "
+            "has 24105 MiB", "mpi_broken": "Exited with exit code 127"}[fault] in failed.detail
+
+
+def test_a_package_version_two_nodes_of_a_group_disagree_on_names_both(sandbox):
+    sandbox.faults = {"old_slurmd": {"store01"}}
+    report = runner.collect(SPEC, CLUSTER, runner.CertifyOptions())
+    assert failures(report) == {("store01", "config.packages"), ("store02", "config.packages")}
+    detail = next(c.detail for c in report.all_checks() if c.node == "store01" and c.check == "config.packages")
+    assert "slurmd 22.05.8-1 (others: 22.05.8-4)" in detail
 
 
 def test_drain_failed_drains_only_failed_compute_nodes_naming_the_checks(sandbox):

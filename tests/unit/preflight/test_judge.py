@@ -8,7 +8,8 @@ from provision.records import NodeInfo
 
 HEALTHY = ("uid=0\nprivilege=yes\nos_id=debian\nos_version=12\nkernel=6.1.0-18-amd64\nheaders=installable\n"
            "disk_root_kb=52428800\ndisk_var_kb=52428800\npython3=3.11\ngpu_source=lspci\ngpus=\nrdma=\n"
-           "resolves=yes\nhostname=n1\n")
+           "resolves=yes\nhostname=n1\ncpus=64\nboards=1\nsockets_per_board=2\ncores_per_socket=16\n"
+           "threads_per_core=2\nmemory_mb=515000\ngpu_device_files=0\n")
 CPU = NodeInfo(name="n1", group="g", roles=("compute",))
 GPU = NodeInfo(name="g1", group="g", roles=("compute",), gpu_model="H100-SXM", gpu_count=2,
                interconnect="infiniband", interconnect_nics=2)
@@ -22,10 +23,18 @@ def test_healthy_cpu_node_passes_everything_applicable():
     verdicts = _verdicts(CPU, HEALTHY)
     assert {k: v[0] for k, v in verdicts.items()} == {
         "privilege": "pass", "os": "pass", "kernel_headers": "pass", "disk_root": "pass", "disk_var": "pass",
-        "python3": "pass", "gpus": "n/a", "fabric": "n/a", "hostname": "pass"}
+        "python3": "pass", "resources": "pass", "gpus": "n/a", "fabric": "n/a", "hostname": "pass"}
+    assert verdicts["resources"][1] == "64 CPUs (2 sockets x 16 cores x 2 threads), 515000 MiB"
+
+
+BIG = NodeInfo(name="n1", group="big", roles=("compute",), cpus=128, real_memory_mb=600000)
 
 
 @pytest.mark.parametrize("node, change, check, verdict, detail", [
+    (BIG, ("", ""), "resources", "fail", "node group 'big' cpus: 128 asked, 64 found on n1; node group 'big' "
+                                         "real_memory_mb: 600000 asked, 515000 found on n1; lower the value"),
+    (CPU, ("cpus=64\n", ""), "resources", "fail", "could not read the CPU topology"),
+    (CPU, ("memory_mb=515000", "memory_mb=0"), "resources", "fail", "could not read the CPU topology"),
     (CPU, ("privilege=yes", "privilege=no"), "privilege", "fail", "neither root nor passwordless sudo"),
     (CPU, ("os_version=12", "os_version=11"), "os", "fail", "debian 11 is not supported"),
     (CPU, ("headers=installable", "headers=missing"), "kernel_headers", "warn", "only GPU nodes need them"),
@@ -50,3 +59,15 @@ def test_each_bad_fact_gives_its_verdict(node, change, check, verdict, detail):
                                              (-45.0, "fail")])
 def test_clock_thresholds(offset, verdict):
     assert clock_check(offset, "ctl01").verdict == verdict
+
+
+@pytest.mark.parametrize("node, files, verdict, detail", [
+    (GPU, 2, "pass", "2 x H100-SXM stand-in device files"),
+    (GPU, 0, "fail", "0 stand-in GPU device files; the spec expects 2"),
+    (CPU, 8, "fail", "8 stand-in GPU device files; the spec expects 0"),
+    (CPU, 0, "n/a", "no GPU expected"),
+])
+def test_sandbox_gpus_are_the_stand_in_device_files(node, files, verdict, detail):
+    facts = parse_facts(HEALTHY.replace("gpu_device_files=0", f"gpu_device_files={files}"))
+    check = next(c for c in judge(node, facts, sandbox=True) if c.id == "gpus")
+    assert check.verdict == verdict and detail in check.detail

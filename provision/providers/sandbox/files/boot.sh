@@ -3,7 +3,7 @@
 # namespace): mounts the node's root and kernel file systems, pivots into it, then becomes its init.
 # Every mount lives in the node's own mount namespace and vanishes when the node stops.
 set -euo pipefail
-lower=$1 upper=$2 work=$3 root=$4 name=$5
+lower=$1 upper=$2 work=$3 root=$4 name=$5 gpus=${6:-0}
 
 mount -t overlay overlay -o "lowerdir=$lower,upperdir=$upper,workdir=$work" "$root"
 
@@ -27,6 +27,12 @@ for entry in "null 1 3" "zero 1 5" "full 1 7" "random 1 8" "urandom 1 9" "tty 5 
     mkdir -p "$(dirname "$root/dev/$dev")"
     mknod -m 666 "$root/dev/$dev" c "$major" "$minor"
 done
+# TEST HOOK: a node of a GPU group gets stand-in device files (NVIDIA's major 195, nothing behind them) so a
+# real slurmd and slurmctld schedule GPU gres from gres.conf File= lines. Never made on real hosts.
+for ((i = 0; i < gpus; i++)); do
+    mknod -m 666 "$root/dev/nvidia$i" c 195 "$i"
+done
+if [ "$gpus" -gt 0 ]; then mknod -m 666 "$root/dev/nvidiactl" c 195 255; fi
 mkdir -p "$root/dev/pts" "$root/dev/shm" "$root/dev/mqueue"
 mount -t devpts -o newinstance,ptmxmode=0666,mode=620,gid=5,nosuid,noexec devpts "$root/dev/pts"
 ln -s pts/ptmx "$root/dev/ptmx"

@@ -1,0 +1,58 @@
+/* gpu-provision certify: an MPI job shaped like a user's, started with `srun --mpi=pmix`.
+ *
+ * Every rank contributes known values to two allreduces (one integer, then a vector of MPI_CHECK_COUNT
+ * 64-bit integers) and checks every element of the result, so a wrong sum anywhere is caught. Each rank
+ * prints one line:
+ *   mpi rank=R size=N host=H errors=E small_us=T1 large_ms=T2 bytes=B
+ * and exits 1 when its result was wrong. Rank 0's timings are the job's figures.
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define MPI_CHECK_COUNT (1 << 20) /* 8 MiB of int64 per rank */
+#define MPI_CHECK_ROUNDS 5
+
+static int64_t pattern(long i) { return (int64_t)(i % 1000) + 1; }
+
+int main(int argc, char **argv) {
+    int rank, size, len;
+    char host[MPI_MAX_PROCESSOR_NAME];
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Get_processor_name(host, &len);
+    const int64_t ranks_sum = (int64_t)size * (size + 1) / 2;
+
+    int64_t mine = rank + 1, total = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    MPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    double small_us = (MPI_Wtime() - t0) * 1e6;
+    long errors = total != ranks_sum;
+
+    int64_t *in = malloc(sizeof(int64_t) * MPI_CHECK_COUNT), *out = malloc(sizeof(int64_t) * MPI_CHECK_COUNT);
+    if (!in || !out) {
+        fprintf(stderr, "mpi rank=%d: cannot allocate %zu bytes\n", rank, sizeof(int64_t) * MPI_CHECK_COUNT);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    for (long i = 0; i < MPI_CHECK_COUNT; i++) in[i] = (int64_t)(rank + 1) * pattern(i);
+    double best = -1;
+    for (int round = 0; round < MPI_CHECK_ROUNDS; round++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        MPI_Allreduce(in, out, MPI_CHECK_COUNT, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+        double took = MPI_Wtime() - t0;
+        if (best < 0 || took < best) best = took;
+    }
+    for (long i = 0; i < MPI_CHECK_COUNT; i++) errors += out[i] != ranks_sum * pattern(i);
+
+    printf("mpi rank=%d size=%d host=%s errors=%ld small_us=%.1f large_ms=%.3f bytes=%zu\n", rank, size, host,
+           errors, small_us, best * 1e3, sizeof(int64_t) * MPI_CHECK_COUNT);
+    fflush(stdout);
+    free(in);
+    free(out);
+    MPI_Finalize();
+    return errors ? 1 : 0;
+}
