@@ -27,7 +27,15 @@ EVENT_HW_THERMAL = 0x40
 EVENT_HW_POWER_BRAKE = 0x80
 EVENT_DISPLAY_CLOCK = 0x100
 
-FABRIC_STATE_COMPLETED = 3  # NVML_GPU_FABRIC_STATE_COMPLETED
+# nvmlGpuFabricState_t (nvml.h; pynvml NVML_GPU_FABRIC_STATE_*): 0 means the GPU is on no NVLink fabric
+# (single GPU, no NVSwitch, or a driver/GPU that does not report it), not that registration failed.
+FABRIC_STATE_NOT_SUPPORTED = 0
+FABRIC_STATE_NOT_STARTED = 1
+FABRIC_STATE_IN_PROGRESS = 2
+FABRIC_STATE_COMPLETED = 3
+FABRIC_STATE_NAMES = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
+# healthMask bits 0-1 (NVML_GPU_FABRIC_HEALTH_MASK_*_DEGRADED_BW): 1 = bandwidth degraded, 2 = not degraded
+FABRIC_HEALTH_DEGRADED_BW_MASK, FABRIC_HEALTH_DEGRADED_BW_TRUE = 0x3, 1
 NVLINK_COUNTERS = {"replay": 0, "recovery": 1, "crc_flit": 2, "crc_data": 3}  # NVML_NVLINK_ERROR_DL_*
 _MAX_NVLINKS = 18  # NVML_NVLINK_MAX_LINKS is larger; no GPU in the catalogue has more than 18
 
@@ -74,6 +82,7 @@ class GpuRecord:
     nvlinks: list[NvLink] | None = None
     fabric_state: int | None = None
     fabric_status: int | None = None
+    fabric_health_mask: int | None = None  # nvmlGpuFabricInfo_v2 healthMask; None on drivers without it
     clocks_event_reasons: int | None = None
     temperature_c: int | None = None
     temperature_slowdown_c: int | None = None
@@ -252,10 +261,12 @@ def _nvlinks(handle: Any) -> list[NvLink]:
     return links
 
 
-def _fabric(handle: Any) -> dict[str, int]:
+def _fabric(handle: Any) -> dict[str, int | None]:
     info = pynvml.c_nvmlGpuFabricInfoV_t()
     pynvml.nvmlDeviceGetGpuFabricInfoV(handle, ctypes.byref(info))
-    return {"fabric_state": int(info.state), "fabric_status": int(info.status)}
+    mask = getattr(info, "healthMask", None)
+    return {"fabric_state": int(info.state), "fabric_status": int(info.status),
+            "fabric_health_mask": int(mask) if mask is not None else None}
 
 
 def _event_reasons(handle: Any) -> int:

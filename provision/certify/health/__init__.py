@@ -8,6 +8,7 @@ from provision.adaptors.nvml import NvmlSnapshot
 from provision.certify.expect import NodeExpectation
 from provision.certify.health import links, memory, node, state
 from provision.certify.health.context import GpuContext, LoadSummary
+from provision.certify.probe.pci import NvSwitchScan
 from provision.certify.records import CheckResult
 from provision.gpus import GPU_MODELS
 
@@ -16,15 +17,17 @@ GPU_CHECKS = state.CHECKS[:2] + memory.CHECKS + links.CHECKS + state.CHECKS[2:]
 __all__ = ["GPU_CHECKS", "LoadSummary", "evaluate"]
 
 
-def evaluate(snap: NvmlSnapshot, expect: NodeExpectation,
-             load: dict[int, LoadSummary] | None = None) -> list[CheckResult]:
-    """Node-level checks, then every per-GPU check for every GPU NVML sees."""
+def evaluate(snap: NvmlSnapshot, expect: NodeExpectation, load: dict[int, LoadSummary] | None = None,
+             switches: NvSwitchScan | None = None) -> list[CheckResult]:
+    """Node-level checks, then every per-GPU check for every GPU NVML sees; `switches` is the node's PCI bus
+    (what NVLink the node can have follows from it, the GPU count and NVML's fabric state)."""
     if not snap.available:
         return node.unavailable(snap, expect)
     results = node.checks(snap, expect)
     model = GPU_MODELS.get(expect.gpu_model) if expect.gpu_model else None
     for gpu in snap.gpus:
-        ctx = GpuContext(node=expect.node, expect=expect, model=model, gpu=gpu, load=(load or {}).get(gpu.index))
+        ctx = GpuContext(node=expect.node, expect=expect, model=model, gpu=gpu, load=(load or {}).get(gpu.index),
+                         switches=switches)
         if gpu.error:
             results.append(ctx.result("gpu.readable", "fail", value="unreadable", threshold="readable",
                                       source="nvmlDeviceGetHandleByIndex", detail=gpu.error))

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from provision.adaptors.nvml import GpuRecord, LiveSample
 from provision.certify.expect import NodeExpectation
+from provision.certify.probe.pci import NvSwitchScan
 from provision.certify.records import CheckResult, Scalar
 from provision.gpus import GpuModel
 
@@ -45,6 +46,7 @@ class GpuContext:
     model: GpuModel | None
     gpu: GpuRecord
     load: LoadSummary | None = None
+    switches: NvSwitchScan | None = None  # the node's PCI bus; None when it was not scanned
 
     @property
     def subject(self) -> str:

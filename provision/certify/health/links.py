@@ -1,8 +1,13 @@
-"""Link health of one GPU: PCIe generation and width, NVLink state and errors, NVSwitch fabric."""
+"""Link health of one GPU: PCIe generation and width, NVLink state and errors, NVLink fabric registration.
+
+What NVLink a GPU must show follows from its node (provision.certify.health.topology), not its name."""
 from __future__ import annotations
 
-from provision.adaptors.nvml import FABRIC_STATE_COMPLETED
+from provision.adaptors.nvml import (FABRIC_HEALTH_DEGRADED_BW_MASK, FABRIC_HEALTH_DEGRADED_BW_TRUE,
+                                     FABRIC_STATE_COMPLETED, FABRIC_STATE_IN_PROGRESS, FABRIC_STATE_NOT_STARTED,
+                                     FABRIC_STATE_NOT_SUPPORTED)
 from provision.certify.health.context import GpuContext
+from provision.certify.health.topology import NvlinkExpectation, fabric_state_name, nvlink_expectation
 from provision.certify.records import CheckResult
 
 # PCIe generation of each architecture's GPUs (CERTIFY-FIGURES.md table, PCIe column; datasheets).
@@ -41,24 +46,42 @@ def pcie_link(ctx: GpuContext) -> CheckResult:
     return ctx.result(check, "pass", value=value, threshold=threshold, source=source, detail=replay.lstrip("; "))
 
 
+def _expectation(ctx: GpuContext) -> NvlinkExpectation:
+    return nvlink_expectation(ctx.expect, ctx.model, ctx.switches, ctx.gpu.fabric_state)
+
+
 def nvlink_links(ctx: GpuContext) -> CheckResult:
-    """Every NVLink up; NVSwitch boards must report links at all."""
+    """Every NVLink up where the node has an NVLink fabric; n/a where it cannot have one (see topology)."""
     check = "gpu.nvlink.links"
-    needs = bool(ctx.model and ctx.model.nvswitch)
+    need = _expectation(ctx)
     missing = ctx.unread(check, "nvlinks")
     if missing or not ctx.gpu.nvlinks:
-        if needs and (missing is None or missing.verdict == "na"):
-            return ctx.result(check, "fail", value=0, unit="links", threshold="all up",
-                              detail=f"{ctx.model.key} sits on an NVSwitch board but NVML reports no NVLink")
-        return missing or ctx.result(check, "na", detail="this GPU has no NVLink")
+        return _no_links(ctx, check, need, missing)
     links = ctx.gpu.nvlinks
     down = [link.link for link in links if not link.active]
     up = len(links) - len(down)
-    source = "nvmlDeviceGetNvLinkState"
-    if down:
-        return ctx.result(check, "fail" if needs else "warn", value=up, unit="links", threshold=f"{len(links)} up",
-                          source=source, detail=f"links down: {', '.join(map(str, down))}")
-    return ctx.result(check, "pass", value=up, unit="links", threshold=f"{len(links)} up", source=source)
+    base = dict(value=up, unit="links", threshold=f"{len(links)} up", source="nvmlDeviceGetNvLinkState")
+    if not down:
+        return ctx.result(check, "pass", **base, detail=need.reason)
+    if ctx.expect.gpu_count <= 1 and not up:
+        return ctx.result(check, "na", **base, detail=f"{need.reason}; its {len(links)} NVLinks are down, as expected")
+    verdict = "fail" if need.required else "warn"
+    extra = "" if need.required else "; no NVLink fabric is expected here: a bridge or direct link may be loose"
+    return ctx.result(check, verdict, **base,
+                      detail=f"links down: {', '.join(map(str, down))} ({need.reason}){extra}")
+
+
+def _no_links(ctx: GpuContext, check: str, need: NvlinkExpectation, missing: CheckResult | None) -> CheckResult:
+    """NVML reports no NVLink: a failure where the node has a fabric, n/a where it cannot have one."""
+    if missing is not None and missing.verdict == "warn":
+        return missing  # NVML failed to read the links: say so, whatever the node should have
+    if need.required:
+        return ctx.result(check, "fail", value=0, unit="links", threshold="all up", source="nvmlDeviceGetNvLinkState",
+                          detail=f"{need.reason}, but NVML reports no NVLink on this GPU")
+    if need.required is None:
+        return ctx.result(check, "warn", value=0, unit="links", threshold="all up", source="nvmlDeviceGetNvLinkState",
+                          detail=f"NVML reports no NVLink; {need.reason}")
+    return ctx.result(check, "na", detail=f"no NVLink expected: {need.reason}")
 
 
 def nvlink_errors(ctx: GpuContext) -> CheckResult:
@@ -82,23 +105,37 @@ def nvlink_errors(ctx: GpuContext) -> CheckResult:
 
 
 def nvlink_fabric(ctx: GpuContext) -> CheckResult:
-    """On NVSwitch systems the fabric manager must have finished registering the GPU."""
+    """A GPU NVML places on an NVLink fabric must have finished registering with it (fabric manager on HGX,
+    the NVLink switch trays on GB200); state 0 means no fabric, which is n/a, not a failure."""
     check = "gpu.nvlink.fabric"
-    if not (ctx.model and ctx.model.nvswitch):
-        return ctx.result(check, "na", detail="no NVSwitch fabric for this model")
     missing = ctx.unread(check, "fabric_state")
     if missing:
         if missing.verdict == "na":
-            return ctx.result(check, "na", detail="fabric state is not reported (before Hopper, or old driver)")
+            return ctx.result(check, "na", detail="NVML does not report the fabric state (before Hopper, or an "
+                                                  "old driver); NVLink health is judged by gpu.nvlink.links")
         return missing
     state, status = ctx.gpu.fabric_state, ctx.gpu.fabric_status
-    source = "nvmlDeviceGetGpuFabricInfoV: state COMPLETED, status SUCCESS"
+    source = "nvmlDeviceGetGpuFabricInfoV (state, status, healthMask)"
+    if state == FABRIC_STATE_NOT_SUPPORTED:
+        need = _expectation(ctx)
+        why = (f"{need.reason}: NVLink health is judged by gpu.nvlink.links" if need.required
+               else f"the GPU is on no NVLink fabric ({need.reason})")
+        return ctx.result(check, "na", value=f"state {state}", source=source,
+                          detail=f"fabric state 0 = not supported; {why}")
+    if state in (FABRIC_STATE_NOT_STARTED, FABRIC_STATE_IN_PROGRESS):
+        return ctx.result(check, "fail", value=fabric_state_name(state), threshold="completed", source=source,
+                          detail=f"fabric registration {fabric_state_name(state)}: CUDA cannot use this GPU until "
+                                 "it completes; check nvidia-fabricmanager (and nvlsm or the switch trays)")
     if state != FABRIC_STATE_COMPLETED:
-        return ctx.result(check, "fail", value=f"state {state}", threshold="completed", source=source,
-                          detail="fabric registration not completed; check nvidia-fabricmanager on this node")
-    if status != 0:
+        return ctx.result(check, "warn", value=f"state {state}", threshold="completed", source=source,
+                          detail="unknown fabric state; a newer driver than this tool knows?")
+    if status:
         return ctx.result(check, "fail", value=f"status {status}", threshold="success", source=source,
-                          detail="fabric registration finished with an error; see the fabric manager log")
+                          detail=f"fabric registration failed (NVML return code {status}); see the fabric manager log")
+    mask = ctx.gpu.fabric_health_mask or 0
+    if mask & FABRIC_HEALTH_DEGRADED_BW_MASK == FABRIC_HEALTH_DEGRADED_BW_TRUE:
+        return ctx.result(check, "warn", value="completed, degraded bandwidth", threshold="completed", source=source,
+                          detail=f"healthMask {mask:#x}: the fabric reports degraded bandwidth for this GPU")
     return ctx.result(check, "pass", value="completed", threshold="completed", source=source)
 
 

@@ -10,7 +10,7 @@ from provision.adaptors import nvml
 from provision.certify import health, xid
 from provision.certify.expect import NodeExpectation
 from provision.certify.health import LoadSummary
-from provision.certify.probe import PROBE_VERSION, bench, fs, system
+from provision.certify.probe import PROBE_VERSION, bench, fs, pci, system
 from provision.certify.records import CheckResult, Measurement
 
 __all__ = ["PROBE_VERSION", "run", "verify_filesystem"]
@@ -31,11 +31,13 @@ def run(expect: NodeExpectation, level: str, *, gpubench: str | None = None,
            "level": level, "run_id": expect.run_id, "started_at": now_iso()}
     burn = BURN_SECONDS[level] if burn_seconds is None or level == "quick" else burn_seconds
     snap, load, bench_check, measurements, bench_doc = _gpus(expect, burn, gpubench)
-    checks = health.evaluate(snap, expect, load) + [bench_check, _xids(expect, snap)]
+    switches = pci.scan()
+    checks = health.evaluate(snap, expect, load, switches) + [bench_check, _xids(expect, snap)]
     ports = system.rdma_ports()
     checks.append(system.check_rdma(ports, expect))
     fs_doc, fs_checks, fs_measurements = _filesystem(expect)
     doc.update(nvml=snap.to_dict(), gpubench=bench_doc, rdma=[p.to_dict() for p in ports], fs=fs_doc,
+               nvswitches=switches.to_dict(),
                checks=[c.to_dict() for c in checks + fs_checks],
                measurements=[m.to_dict() for m in measurements + fs_measurements],
                duration_s=round(time.monotonic() - started, 1))

@@ -103,3 +103,15 @@ def test_snapshot_is_plain_data_for_json(fake):
     fake()
     text = json.dumps(nvml.snapshot().to_dict())
     assert '"nvlinks": [{"link": 0, "active": true' in text
+
+
+def test_fabric_state_constants_are_pynvmls_and_the_health_mask_is_read(fake):
+    assert [nvml.FABRIC_STATE_NOT_SUPPORTED, nvml.FABRIC_STATE_NOT_STARTED, nvml.FABRIC_STATE_IN_PROGRESS,
+            nvml.FABRIC_STATE_COMPLETED] == [pynvml.NVML_GPU_FABRIC_STATE_NOT_SUPPORTED,
+                                             pynvml.NVML_GPU_FABRIC_STATE_NOT_STARTED,
+                                             pynvml.NVML_GPU_FABRIC_STATE_IN_PROGRESS,
+                                             pynvml.NVML_GPU_FABRIC_STATE_COMPLETED]
+    assert nvml.FABRIC_HEALTH_DEGRADED_BW_TRUE == pynvml.NVML_GPU_FABRIC_HEALTH_MASK_DEGRADED_BW_TRUE
+    fake([fakes.FakeGpu(fabric=(0, 0), fabric_health=1)])
+    gpu = nvml.snapshot().gpus[0]
+    assert (gpu.fabric_state, gpu.fabric_status, gpu.fabric_health_mask) == (0, 0, 1)

@@ -50,8 +50,9 @@ CASES = [
     ("gpu.pcie.link", dict(pcie_width=8), "warn", {}),
     ("gpu.pcie.link", dict(pcie_gen=1), "pass", {}),  # idle down-training is not judged
     ("gpu.pcie.link", dict(pcie_gen_max=4, pcie_gen=4), "warn", {}),  # H100 in a Gen4 slot
-    ("gpu.nvlink.links", dict(nvlinks=[(1, {})] * 17 + [(0, {})]), "fail", {}),
-    ("gpu.nvlink.links", dict(nvlinks=[], unsupported={"nvmlDeviceGetNvLinkState"}), "fail", {}),
+    # an 8-GPU node whose GPU NVML places on a fabric (state 3): every link must be up (see test_gpu_nvlink_topology)
+    ("gpu.nvlink.links", dict(nvlinks=[(1, {})] * 17 + [(0, {})]), "fail", {"gpu_count": 8}),
+    ("gpu.nvlink.links", dict(nvlinks=[], unsupported={"nvmlDeviceGetNvLinkState"}), "fail", {"gpu_count": 8}),
     ("gpu.nvlink.errors", dict(nvlinks=[(1, {3: 7})] + [(1, {})] * 17), "warn", {}),
     ("gpu.nvlink.fabric", dict(fabric=(2, 0)), "fail", {}),
     ("gpu.nvlink.fabric", dict(fabric=(3, pynvml.NVML_ERROR_UNKNOWN)), "fail", {}),
@@ -117,7 +118,7 @@ def test_hottest_and_highest_power_under_load_are_judged(fake):
 def test_pcie_model_without_nvlink_is_not_applicable(fake):
     expect = NodeExpectation(**{**EXPECT.to_dict(), "gpu_model": "L40S"})
     gpu = fakes.FakeGpu(name="NVIDIA L40S", nvlinks=[], unsupported={"nvmlDeviceGetNvLinkState"}, pcie_gen_max=4,
-                        pcie_gen=4)
+                        pcie_gen=4, fabric=(0, 0))  # fabric state 0: not supported
     results = run(fake, [gpu], expect)
     assert result(results, "gpu.nvlink.links").verdict == "na"
     assert result(results, "gpu.nvlink.errors").verdict == "na"
