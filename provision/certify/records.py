@@ -37,6 +37,7 @@ class CheckResult:
     threshold: Scalar = None  # a number for measurements, a condition ("== 0", "enabled") otherwise
     source: str | None = None  # where the threshold comes from
     detail: str = ""
+    action: str | None = None  # what to do about it, machine-readable (e.g. "reset_gpu", see certify.xid); optional
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:

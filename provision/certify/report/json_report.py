@@ -9,7 +9,8 @@ from provision.certify import thresholds
 from provision.certify.records import ClusterReport
 
 SCHEMA_ID = "gpu-provision/certify-report"
-SCHEMA_VERSION = "1.0"  # major bump when a field changes meaning or goes away; minor when one is added
+SCHEMA_VERSION = "1.1"  # major bump when a field changes meaning or goes away; minor when one is added
+# 1.1: a check may carry "action", what to do about it (e.g. "reset_gpu" for an Xid); null when none applies
 SCHEMA_FILE = "report-v1.schema.json"
 
 

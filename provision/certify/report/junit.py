@@ -20,7 +20,8 @@ def case_name(check: CheckResult) -> str:
 def _describe(check: CheckResult) -> str:
     value = "" if check.value is None else f"{check.value}{' ' + check.unit if check.unit else ''}"
     parts = [f"value {value}" if value else "", f"threshold {check.threshold}" if check.threshold is not None else "",
-             f"source {check.source}" if check.source else "", check.detail]
+             f"source {check.source}" if check.source else "", check.detail,
+             f"action {check.action}" if check.action else ""]
     return "; ".join(p for p in parts if p)
 
 

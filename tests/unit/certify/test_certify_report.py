@@ -144,3 +144,22 @@ def test_chromium_harness_does_catch_a_console_error(tmp_path):
     dom, messages = render_in_chromium(broken, tmp_path / "profile")
     assert any("undefinedCall" in m for m in messages)
     assert re.search(r'<body[^>]*data-ready="0"', dom)
+
+
+def test_action_is_serialised_validated_and_shown():
+    report = sample_report()
+    xid_check = CheckResult("gpu.xid", "fail", node="gpu01", value=1, unit="Xids", detail="Xid 79 -> reboot",
+                            action="reboot")
+    report = ClusterReport(report.cluster, report.level, report.started_at, report.finished_at,
+                           (NodeResult("gpu01", report.nodes[0].checks + (xid_check,), "H100-SXM"),) + report.nodes[1:],
+                           report.checks, report.network)
+    document = json_report.to_document(report)
+    jsonschema.validate(document, json_report.schema())
+    checks = document["nodes"][0]["checks"]
+    assert checks[-1]["action"] == "reboot" and checks[0]["action"] is None
+    assert document["schema_version"] == "1.1"
+    case = next(c for c in ET.fromstring(junit.render(report)).iter("testcase") if c.get("name") == "gpu.xid")
+    assert "action reboot" in case.find("failure").text
+    checks[-1]["action"] = "Reboot now!"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, json_report.schema())
