@@ -64,7 +64,7 @@ def assemble(*, cluster: str, level: str, nodes: Sequence[NodeInfo], probes: Map
         per_node[result.node].append(_peak_sanity(result, measurements))
     for result in _fs_checksums(readers, probes, fs_verify):
         per_node[result.node].append(result)
-    for result in judge_jobs(list(nccl), _fabric(nodes, probes)):
+    for result in _judge_nccl(list(nccl), nodes, probes):
         (per_node[result.node] if result.node in per_node else cluster_checks).append(result)
     matrix = None
     if pairs:
@@ -107,8 +107,9 @@ def _samples(measurements: list[Measurement]) -> list[Sample]:
         else:
             floor = None
         group = f"{m.node}:{m.subject}" if m.metric in NOT_FLEET_JUDGED else str(model or "any")  # no peers
+        why_no_floor = thresholds.fleet_only_reason(m.metric, model) if floor is None else ""
         detail = "; ".join(filter(None, [m.detail, "reported, not compared across nodes (shared servers)"
-                                         if m.metric in NOT_FLEET_JUDGED else ""]))
+                                         if m.metric in NOT_FLEET_JUDGED else "", why_no_floor]))
         out.append(Sample(m.metric, m.node, m.value, m.unit, group, m.subject, floor, detail))
     return out
 
@@ -151,19 +152,75 @@ def _fs_checksums(names: list[str], probes: Mapping[str, dict],
     return out
 
 
-def _nic_rate(probes: Mapping[str, dict]) -> float | None:
-    """The slowest active RDMA port rate in the cluster (Gb/s), or None without RDMA."""
-    rates = [p["rate_gbps"] for d in probes.values() for p in (d or {}).get("rdma", [])
+def _nic_rate(probes: Mapping[str, dict], names: Sequence[str] | None = None) -> float | None:
+    """The slowest active RDMA port rate (Gb/s) of the named nodes (all by default), or None without RDMA."""
+    docs = [probes.get(n) for n in names] if names is not None else list(probes.values())
+    rates = [p["rate_gbps"] for d in docs for p in (d or {}).get("rdma", [])
              if p.get("state") == "ACTIVE" and p.get("rate_gbps")]
     return min(rates) if rates else None
 
 
-def _fabric(nodes: Sequence[NodeInfo], probes: Mapping[str, dict]) -> Fabric:
-    gpu_nodes = [n for n in nodes if n.gpu_count] or list(nodes)
-    first = gpu_nodes[0] if gpu_nodes else None
-    return Fabric(first.gpu_model if first else None, first.gpu_count if first else 0,
-                  first.interconnect if first else "none", first.interconnect_nics if first else 0,
-                  _nic_rate(probes))
+def _judge_nccl(jobs: list[NcclJob], nodes: Sequence[NodeInfo], probes: Mapping[str, dict]) -> list[CheckResult]:
+    """Node runs judged group by group (each group's model, GPU count, NICs; peers within the group); each
+    run across nodes against the slowest of the groups it spans."""
+    by_name = {n.name: n for n in nodes}
+    out: list[CheckResult] = []
+    for members in _groups(nodes).values():
+        names = {m.name for m in members}
+        mine = [j for j in jobs if j.scope == "node" and j.nodes[0] in names]
+        out += judge_jobs(mine, _fabric(members, probes)) if mine else []
+    grouped = {n.name for n in nodes}
+    strays = [j for j in jobs if j.scope == "node" and j.nodes[0] not in grouped]
+    out += judge_jobs(strays, Fabric(None, 0, "none", 0, None)) if strays else []
+    for job in (j for j in jobs if j.scope != "node"):
+        members = [by_name[n] for n in job.nodes if n in by_name]
+        fabric = _cluster_fabric(members, probes)
+        out += [_explain_cluster(r, fabric) for r in judge_jobs([job], fabric)]
+    return out
+
+
+def _groups(nodes: Sequence[NodeInfo]) -> dict[str, list[NodeInfo]]:
+    """Nodes by spec node group, in order."""
+    out: dict[str, list[NodeInfo]] = {}
+    for node in nodes:
+        out.setdefault(node.group, []).append(node)
+    return out
+
+
+def _fabric(members: Sequence[NodeInfo], probes: Mapping[str, dict]) -> Fabric:
+    """What one node group's floors depend on: its model, GPU count and NICs, the slowest port of its nodes."""
+    first = members[0]
+    return Fabric(first.gpu_model, first.gpu_count, first.interconnect, first.interconnect_nics,
+                  _nic_rate(probes, [m.name for m in members]))
+
+
+def _cluster_fabric(members: Sequence[NodeInfo], probes: Mapping[str, dict]) -> Fabric:
+    """A run across nodes is as fast as its slowest node: the group whose GPUs PCIe joins (no floor), else the
+    lowest single-node floor; the fewest NICs and the slowest port of the nodes it spans."""
+    gpu_nodes = [m for m in members if m.gpu_count] or list(members)
+    if not gpu_nodes:
+        return Fabric(None, 0, "none", 0, None)
+
+    def ceiling(node: NodeInfo) -> tuple[int, float]:
+        if not thresholds.nvswitched(node.gpu_model, node.gpu_count):
+            return 0, 0.0
+        floor = thresholds.nccl_node_floor(node.gpu_model, node.gpu_count)
+        return 1, floor.value if floor else float("inf")
+
+    slowest = min(gpu_nodes, key=ceiling)
+    kinds = {m.interconnect for m in gpu_nodes}
+    return Fabric(slowest.gpu_model, slowest.gpu_count, kinds.pop() if len(kinds) == 1 else "mixed",
+                  min(m.interconnect_nics for m in gpu_nodes), _nic_rate(probes, [m.name for m in gpu_nodes]))
+
+
+def _explain_cluster(result: CheckResult, fabric: Fabric) -> CheckResult:
+    """Say why a run across nodes has no floor when PCIe, not NVSwitch, joins the GPUs of a node it spans."""
+    if result.threshold is not None or fabric.interconnect in ("none", "mixed") or \
+            thresholds.nvswitched(fabric.gpu_model, fabric.gpu_count):
+        return result
+    why = (f"{fabric.gpu_model} x{fabric.gpu_count} nodes take part and no NVSwitch joins their GPUs: PCIe, not "
+           "the NICs, bounds busbw and no figure for it is published; fleet-relative only")
+    return CheckResult(**{**result.to_dict(), "detail": "; ".join(filter(None, [result.detail, why]))})
 
 
 def _network(names: list[str], pairs: list[PairResult],

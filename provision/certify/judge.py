@@ -5,7 +5,9 @@ A value below its floor fails. Within the group (same GPU model and metric), a r
 z <= -3.5 with a drop of at least 5 % warns, z <= -5 with a drop of at least 10 % fails (the
 Together AI practice of suspect/severe bands; SuperBench flags drops over 10 %). The spread has a
 floor of 1 % of the median, so a fleet of identical values does not turn noise into outliers.
-A value less than 5 % above the floor warns (azurehpc-health-checks' warn band).
+A value less than 5 % above the floor warns (azurehpc-health-checks' warn band). A floor derived for this
+run (scaled for NICs, line rate or lanes) shows its derivation in the detail; the table's floors are listed,
+with theirs, in the report's threshold table.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from statistics import median
 
 from provision.certify.records import CheckResult, worst
-from provision.certify.thresholds import Threshold
+from provision.certify.thresholds import TABLE, Threshold
 
 MAD_TO_SIGMA = 1.4826  # MAD of a normal distribution x this = its standard deviation
 MIN_SPREAD = 0.01  # spread never below 1 % of the median
@@ -83,7 +85,8 @@ def judge_value(sample: Sample, stats: FleetStats | None) -> CheckResult:
             reasons.append(f"fleet outlier: {drop:.0%} below the {sample.group} median {stats.median:.4g} "
                            f"(robust z {z:.1f}, n={stats.n})")
     source = floor.source if floor else "no published floor; fleet-relative test only"
-    detail = "; ".join(filter(None, [*reasons, sample.detail]))
+    derived = f"floor {floor.value:g} {floor.unit} = {floor.derivation}" if floor and floor not in TABLE else ""
+    detail = "; ".join(filter(None, [*reasons, sample.detail, derived]))
     return CheckResult(check=sample.check, verdict=worst(verdicts), node=sample.node, subject=sample.subject,
                        value=round(sample.value, 3), unit=sample.unit, threshold=floor.value if floor else None,
                        source=source, detail=detail)

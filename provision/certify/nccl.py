@@ -87,12 +87,12 @@ def _floor(job: NcclJob, run: nccl_tests.NcclRun,
     if run.largest.size_bytes < MIN_JUDGED_BYTES:
         return None, f"largest message {run.largest.size_bytes} B < 8 GiB: floor not applied (run with -e 8G)", False
     if job.scope == "node":
-        floor = thresholds.nccl_node_floor(fabric.gpu_model, fabric.gpu_count)
+        floor = thresholds.nccl_node_floor(fabric.gpu_model, len(run.ranks) or fabric.gpu_count)  # GPUs it ran on
         return floor, "" if floor else "no published single-node figure for this model and GPU count", True
     if len(job.nodes) == 2 and (job.algo or "").upper() != "RING":
         return None, "two-node run without NCCL_ALGO=RING: tree inflates busbw, floor not applied", False
     floor = thresholds.nccl_cluster_floor(fabric.gpu_model, fabric.gpu_count, fabric.interconnect, fabric.nics,
-                                          fabric.nic_rate_gbps)
+                                          fabric.nic_rate_gbps, nodes=len(job.nodes))
     return floor, "" if floor else f"no fabric floor for interconnect '{fabric.interconnect}'", True
 
 

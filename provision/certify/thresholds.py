@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from provision.gpus import GPU_MODELS, NVLINK_BASEBOARD, NVLINK_BASEBOARD_NVLSM, NVLINK_SWITCH_TRAY
+
 UNITS: tuple[str, ...] = ("TFLOP/s", "GB/s", "Gb/s")
 
 GEMM_FRACTION = 0.85  # of the published achievable (MAMF) figure
@@ -18,7 +20,9 @@ NCCL_FRACTION = 0.90  # of a published typical busbw (nccl-tests' own -G check u
 RDMA_FRACTION = 0.90  # of the link rate, ib_write_bw between two nodes through a switch
 
 ML_ENG = "ml-engineering compute/accelerator/README.md, MAMF table"
+ML_ENG_NEW = "ml-engineering compute/accelerator/README.md @744d01e, MAMF table"
 DCGM = "DCGM nvvs/diag-skus.yaml.in memory bandwidth reference"
+DCGM_NEW = "DCGM nvvs/diag-skus.yaml.in @72fa3fea memory bandwidth reference"
 
 
 @dataclass(frozen=True)
@@ -61,12 +65,17 @@ def _nccl_node(model: str, typical: float, source: str) -> Threshold:
                      f"{NCCL_FRACTION} x published 8-GPU all_reduce busbw {typical} GB/s at >= 8 GiB")
 
 
-# Datasheet dense BF16 peak, TFLOP/s (sanity bound for the GEMM floors and measurements).
+# Datasheet dense BF16 peak, TFLOP/s (sanity bound for the GEMM floors and measurements); Blackwell from the
+# ml-engineering peak table (B200/B300 SXM 2250, GB200 2500).
 PEAK_BF16 = {"H100-SXM": 989.0, "H100-PCIe": 756.0, "H200-SXM": 989.0, "A100-SXM-80GB": 312.0,
-             "A100-SXM-40GB": 312.0, "A100-PCIe": 312.0, "L40S": 362.0}
-# Datasheet memory bandwidth, GB/s (sanity bound for the copy floors).
+             "A100-SXM-40GB": 312.0, "A100-PCIe": 312.0, "L40S": 362.0, "B200": 2250.0, "B300": 2250.0,
+             "GB200": 2500.0}
+# Datasheet memory bandwidth, GB/s (sanity bound for the copy floors, never a floor itself): Blackwell from the
+# ml-engineering memory table (8.00 TB/s each); H100 NVL, A30 and L4 from NVIDIA's datasheets, A10G from AWS's
+# G5 instance page.
 HBM_SPEC = {"H100-SXM": 3350.0, "H100-PCIe": 2000.0, "H200-SXM": 4800.0, "A100-SXM-80GB": 2039.0,
-            "A100-SXM-40GB": 1555.0, "A100-PCIe": 1935.0, "L40S": 864.0}
+            "A100-SXM-40GB": 1555.0, "A100-PCIe": 1935.0, "L40S": 864.0, "B200": 8000.0, "B300": 8000.0,
+            "GB200": 8000.0, "H100-NVL": 3900.0, "A30": 933.0, "L4": 300.0, "A10G": 600.0}
 _A100_40_SCALE = HBM_SPEC["A100-SXM-40GB"] / HBM_SPEC["A100-SXM-80GB"]
 
 TABLE: tuple[Threshold, ...] = (
@@ -77,6 +86,9 @@ TABLE: tuple[Threshold, ...] = (
     _gemm("A100-SXM-40GB", 271.2, f"{ML_ENG} (A100 SXM figure: same GA100 compute and clocks)"),
     _gemm("A100-PCIe", 252.9, ML_ENG),
     _gemm_peak("L40S", 362.0),
+    _gemm("B200", 1745.0, ML_ENG_NEW),
+    _gemm("B300", 1769.0, f"{ML_ENG_NEW} ('same as B200, newer torch/cuda')"),
+    _gemm("GB200", 1822.0, ML_ENG_NEW),
     _copy("H100-SXM", 2540.0),
     _copy("H200-SXM", 3110.0, note="; DCGM stores this SKU's floor as 2333 in GB/s where others use MB/s"),
     _copy("H100-PCIe", 1640.0),
@@ -85,6 +97,13 @@ TABLE: tuple[Threshold, ...] = (
           note="; DCGM's own 20b0 entry (137500) is 10x off and rejected"),
     _copy("A100-PCIe", 1293.0),
     _copy("L40S", 700.0),
+    _copy("B200", 5430.0, source=f"{DCGM_NEW} (SKU 2901: 5430000)"),
+    _copy("B300", 6164.0, source=f"{DCGM_NEW} (SKU 3182: 6164480, which its comment also gives as 6.02e+03 GiB/s)",
+          note="; read in the file's own units like every other SKU"),
+    _copy("H100-NVL", 2725.0, source=f"{DCGM_NEW} (SKU 2321 H100NVL: ~2725000)"),
+    _copy("A30", 780.0, source=f"{DCGM_NEW} (SKU 20b7: ~780000)"),
+    _copy("L4", 264.6, source=f"{DCGM_NEW} (SKU 27b8: ~264610)"),
+    _copy("A10G", 483.6, source=f"{DCGM_NEW} (SKU 2237 'A10g - PG133 SKU210': ~483600)"),
     Threshold("gpu.h2d_bw", "pcie-gen5", 48.0, "GB/s", 55.4,
               "azurehpc-health-checks conf (floor 48); 55.4 GB/s measured on H200 (ml-engineering)",
               "aznhc floor 48 GB/s for Gen5 x16 pinned copies = 0.87 x the 55.4 measured, 0.76 x the 63 spec"),
@@ -127,7 +146,25 @@ REJECTED: tuple[tuple[str, str], ...] = (
     ("AWS p5 NCCL floor 800 GB/s", "applied to a sweep ending at 128 MB where AWS itself shows 289 GB/s"),
     ("AWS p5 2-node 479/487 GB/s, p4de 78 GB/s", "above the EFA line rate: tree-algorithm figures, not RING"),
     ("AWS NVLink-only floor 500 GB/s (p5)", "above the 476 GB/s NVIDIA calls expected (nccl-tests #290)"),
+    ("DCGM diag-skus 26b5 (L40) memory bandwidth '~65400' (floor 49050)",
+     "10x below the L40's 864 GB/s GDDR6 (the L40S on the same memory measures ~700000): L40 copy is fleet-only"),
+    ("DCGM diag-skus 2941 (GB200) memory bandwidth 3470000",
+     "43 % of the 8 TB/s spec where B200 on the same HBM3e measures 5430000: GB200 copy is fleet-only"),
+    ("L4 GEMM floor from the datasheet rule (0.5 x 121 TFLOP/s dense BF16)",
+     "a healthy L4 measured 59.4 TFLOP/s bf16 at 8192^3 (power-capped at 72 W; zzc0721/torch-performance-test-data "
+     "issue #120), below 60.5: L4 GEMM is fleet-only"),
 )
+
+# Model and metric without an absolute floor: judged against the fleet only (same model), and why.
+FLEET_ONLY: dict[tuple[str, str], str] = {
+    **{("gpu.gemm_bf16", m): "no published achievable BF16 GEMM figure; datasheet peaks are not reached under the "
+                             "power caps of these cards" for m in ("H100-NVL", "L40", "A30", "L4", "A10G")},
+    ("gpu.copy_bw", "L40"): "DCGM's L40 reference is 10x off (see REJECTED)",
+    ("gpu.copy_bw", "GB200"): "DCGM's GB200 reference is implausibly low (see REJECTED)",
+    **{("nccl.node_busbw", m): "no published 8-GPU all_reduce figure for this board yet" for m in ("B200", "B300")},
+    ("nccl.node_busbw", "GB200"): "a GB200 tray's 4 GPUs reach each other through the NVLink switch trays; "
+                                  "no published per-tray figure",
+}
 
 
 def find(metric: str, key: str) -> Threshold | None:
@@ -138,6 +175,11 @@ def find(metric: str, key: str) -> Threshold | None:
 def gpu_floor(metric: str, gpu_model: str | None) -> Threshold | None:
     """GEMM or copy floor of a GPU model."""
     return find(metric, gpu_model) if gpu_model else None
+
+
+def fleet_only_reason(metric: str, gpu_model: str | None) -> str:
+    """Why a model has no floor for a metric ("" when none is recorded)."""
+    return FLEET_ONLY.get((metric, gpu_model or ""), "")
 
 
 def pcie_floor(metric: str, gen: int | None, width: int | None) -> Threshold | None:
@@ -153,9 +195,25 @@ def nccl_node_floor(gpu_model: str | None, gpu_count: int) -> Threshold | None:
     return find("nccl.node_busbw", gpu_model) if gpu_model and gpu_count == 8 else None
 
 
+NVSWITCHED = (NVLINK_BASEBOARD, NVLINK_BASEBOARD_NVLSM, NVLINK_SWITCH_TRAY)
+
+
+def nvswitched(gpu_model: str | None, gpu_count: int) -> bool:
+    """Whether a node's GPUs reach each other over NVSwitch, so its NICs, not PCIe, bound busbw across nodes."""
+    model = GPU_MODELS.get(gpu_model or "")
+    return bool(model and model.nvlink in NVSWITCHED and gpu_count >= 2)
+
+
 def nccl_cluster_floor(gpu_model: str | None, gpu_count: int, fabric: str, nics: int,
-                       nic_rate_gbps: float | None) -> Threshold | None:
-    """Multi-node all_reduce floor: per-NIC floor x NICs, never above the single-node floor."""
+                       nic_rate_gbps: float | None, nodes: int | None = None) -> Threshold | None:
+    """Multi-node all_reduce floor: per-NIC floor x line rate x NICs, never above the single-node floor.
+
+    RING all_reduce over N nodes x k GPUs (R = N k ranks): every rank sends 2(R-1)/R of the data, and each
+    node's traffic leaves over its NICs, so busbw (algbw x 2(R-1)/R) is bounded by the node's NIC bandwidth
+    whatever N is (N >= 2). Only where NVSwitch joins a node's GPUs; on PCIe-only nodes PCIe bounds it lower
+    and no published figure exists (None)."""
+    if (nodes is not None and nodes < 2) or not nvswitched(gpu_model, gpu_count):
+        return None
     rate = nic_rate_gbps or {"infiniband": 400.0, "efa": 100.0}.get(fabric)
     base = {"infiniband": "infiniband-400" if (rate or 0) >= 400 else "infiniband-200", "efa": "efa-100"}.get(fabric)
     entry = find("nccl.nic_busbw", base) if base and nics else None
@@ -165,7 +223,11 @@ def nccl_cluster_floor(gpu_model: str | None, gpu_count: int, fabric: str, nics:
     per_nic = entry.scaled(rate / nominal, f"{rate:g} Gb/s NICs") if rate and rate != nominal else entry
     total = per_nic.scaled(nics, f"{nics} NICs per node")
     node = nccl_node_floor(gpu_model, gpu_count)
-    return node if node and node.value < total.value else total
+    chosen = node if node and node.value < total.value else total
+    ring = (f"RING over {nodes} nodes x {gpu_count} GPUs: busbw is bounded by each node's NICs, not by the node "
+            "count" if nodes else "RING across nodes: busbw is bounded by each node's NICs")
+    capped = f"; capped by the single-node floor {node.value:g} GB/s" if chosen is node else ""
+    return replace(chosen, derivation=f"{ring}; {total.derivation}{capped}")
 
 
 def link_floor(nic_rate_gbps: float | None) -> Threshold | None:

@@ -163,3 +163,98 @@ def test_parse_probe_output_takes_the_json_line_and_names_the_node():
         parse_probe_output("Traceback (most recent call last):\n", "gpu07")
     with pytest.raises(CertifyError, match="gpu07: probe output is not valid JSON"):
         parse_probe_output("{broken", "gpu07")
+
+
+# A heterogeneous cluster: each node is judged against its own group's GPU model, count and NICs.
+H100 = [NodeInfo(name=f"h{i}", group="h100", roles=("compute",), gpu_model="H100-SXM", gpu_count=8,
+                 interconnect="infiniband", interconnect_nics=8) for i in range(1, 5)]
+L40S = [NodeInfo(name=f"l{i}", group="l40s", roles=("compute",), gpu_model="L40S", gpu_count=4,
+                 interconnect="infiniband", interconnect_nics=1) for i in range(1, 4)]
+MIXED = H100 + L40S
+EIGHT_GIB = 8 * 1024**3
+
+
+def nccl_output(host_gpus: list[tuple[str, int]], busbw: float) -> str:
+    """all_reduce_perf output in the current nccl-tests layout: one rank line per GPU, one row at 8 GiB."""
+    ranks = [(host, d) for host, gpus in host_gpus for d in range(gpus)]
+    lines = ["# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20",
+             "#", "# Using devices"]
+    lines += [f"#  Rank {r:2d} Group  0 Pid {1000 + r:6d} on {host:>8} device {d:2d} [0000:{d + 4:02x}:00] GPU"
+              for r, (host, d) in enumerate(ranks)]
+    algbw = busbw * len(ranks) / (2 * (len(ranks) - 1))
+    lines += ["#", "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
+                   "algbw   busbw #wrong",
+              f"  {EIGHT_GIB:>10}    {EIGHT_GIB // 4:>10}     float     sum      -1    47535  {algbw:6.2f}  "
+              f"{busbw:6.2f}      0    47743  {algbw:6.2f}  {busbw:6.2f}      0",
+              "# Out of bounds values : 0 OK", f"# Avg bus bandwidth    : {busbw:.3f}"]
+    return "\n".join(lines) + "\n"
+
+
+def mixed_probe(node: NodeInfo, gemm: float) -> dict:
+    doc = probe_doc(node.name)
+    context = {"gpu_model": node.gpu_model, "pcie_gen": 5 if node.gpu_model == "H100-SXM" else 4, "pcie_width": 16}
+    doc["measurements"] = [Measurement("gpu.gemm_bf16", node.name, gemm, "TFLOP/s", "gpu0", context).to_dict()]
+    return doc
+
+
+def build_mixed(gemm: dict[str, float] | None = None, **kwargs):
+    gemm = gemm or {}
+    probes = {n.name: mixed_probe(n, gemm.get(n.name, 790.0 if n.gpu_model == "H100-SXM" else 250.0))
+              for n in MIXED}
+    return assemble(cluster="c1", level="standard", nodes=MIXED, probes=probes, started_at="t0", finished_at="t1",
+                    **kwargs)
+
+
+def node_checks(report, check):
+    return {c.node: c for n in report.nodes for c in n.checks if c.check == check}
+
+
+def test_each_group_is_judged_against_its_own_single_node_floor_and_peers():
+    jobs = [NcclJob("node", (n.name,), nccl_output([(n.name, 8)], 300.0 if n.name == "h4" else 470.0)) for n in H100]
+    jobs += [NcclJob("node", (n.name,), nccl_output([(n.name, 4)], 21.0)) for n in L40S]
+    result = node_checks(build_mixed(nccl=jobs), "nccl.node_busbw")
+    assert all(result[n.name].threshold == pytest.approx(428.4) for n in H100)  # H100-SXM x8 published figure
+    assert [result[n].verdict for n in ("h1", "h2", "h3", "h4")] == ["pass", "pass", "pass", "fail"]
+    # L40S x4: no published figure, judged only against the other L40S nodes (not failed for H100's 428 GB/s)
+    assert all(result[n.name].threshold is None and result[n.name].verdict == "pass" for n in L40S)
+    assert all("H100" not in result[n.name].detail for n in L40S)
+
+
+def test_node_floor_follows_the_gpus_the_run_used_not_the_group_size():
+    """A run on 4 of an H100 node's 8 GPUs (as when one job step serves every group) is not held to the 8-GPU
+    figure."""
+    result = node_checks(build_mixed(nccl=[NcclJob("node", ("h1",), nccl_output([("h1", 4)], 300.0))]),
+                         "nccl.node_busbw")
+    assert result["h1"].threshold is None and result["h1"].verdict == "pass"
+
+
+def test_gpu_measurements_use_each_nodes_model():
+    report = build_mixed(gemm={"l3": 150.0})
+    gemm = node_checks(report, "gpu.gemm_bf16")
+    assert gemm["h1"].threshold == pytest.approx(675.3) and gemm["h1"].verdict == "pass"
+    assert gemm["l1"].threshold == pytest.approx(181.0) and gemm["l1"].verdict == "pass"
+    assert gemm["l3"].verdict == "fail" and "below the floor 181" in gemm["l3"].detail
+    assert {n.name: n.gpu_model for n in report.nodes}["l2"] == "L40S"
+
+
+def test_run_across_both_groups_is_bounded_by_the_pcie_group_and_says_why():
+    job = NcclJob("cluster", tuple(n.name for n in MIXED),
+                  nccl_output([(n.name, 4) for n in MIXED], 18.0), algo=None)
+    (check,) = build_mixed(nccl=[job]).checks
+    assert check.threshold is None and "L40S x4" in check.detail and "PCIe" in check.detail
+
+
+def test_run_across_the_nvswitch_group_shows_its_floor_derivation():
+    job = NcclJob("cluster", tuple(n.name for n in H100), nccl_output([(n.name, 8) for n in H100], 360.0))
+    (check,) = build_mixed(nccl=[job]).checks
+    assert check.threshold == pytest.approx(331.2) and check.verdict == "pass"
+    assert "RING over 4 nodes x 8 GPUs" in check.detail and "x8 for 8 NICs per node" in check.detail
+
+
+def test_run_across_nodes_takes_the_fewest_nics_of_the_nodes_it_spans():
+    few = [n.model_copy(update={"interconnect_nics": 4}) if n.name == "h4" else n for n in H100]
+    job = NcclJob("cluster", tuple(n.name for n in few), nccl_output([(n.name, 8) for n in few], 200.0))
+    probes = {n.name: mixed_probe(n, 790.0) for n in few}
+    report = assemble(cluster="c1", level="standard", nodes=few, probes=probes, started_at="t0", finished_at="t1",
+                      nccl=[job])
+    assert report.checks[0].threshold == pytest.approx(165.6) and "x4 for 4 NICs per node" in report.checks[0].detail

@@ -82,3 +82,13 @@ def test_property_a_large_drop_is_flagged_even_without_a_floor(values, drop):
     mid = sorted(values)[len(values) // 2]
     result = judge(samples(values + [mid * (1 - drop)], floor=None))[-1]
     assert result.verdict == "fail" and "fleet outlier" in result.detail
+
+
+def test_a_floor_derived_for_this_run_shows_its_derivation_and_a_table_floor_does_not():
+    from provision.certify import thresholds
+    table_floor = thresholds.find("gpu.gemm_bf16", "H100-SXM")
+    scaled = thresholds.pcie_floor("gpu.h2d_bw", 5, 8)  # x8 link: derived here, not in the table
+    plain = judge([Sample("gpu.gemm_bf16", "n1", 790.0, "TFLOP/s", "H100-SXM", "gpu0", table_floor)])[0]
+    derived = judge([Sample("gpu.h2d_bw", "n1", 27.0, "GB/s", "H100-SXM", "gpu0", scaled)])[0]
+    assert "floor" not in plain.detail
+    assert derived.detail == f"floor {scaled.value:g} GB/s = {scaled.derivation}" and "x8 link" in derived.detail

@@ -4,12 +4,13 @@ from __future__ import annotations
 import pytest
 
 from provision.certify import thresholds as th
+from provision.gpus import GPU_MODELS
 
 # Figures from CERTIFY-FIGURES.md, restated here as the independent sanity bounds.
 PCIE_SPEC_GBS = {"pcie-gen4": 31.5, "pcie-gen5": 63.0}
 NVLINK_NOTE_MAX_BUSBW = 500.0  # no 8-GPU all_reduce figure in the sources exceeds this
 LINE_RATE_GBS = {"infiniband-400": 50.0, "infiniband-200": 25.0, "efa-100": 12.5}
-REQUIRED_MODELS = ("H100-SXM", "H100-PCIe", "H200-SXM", "A100-SXM-80GB", "A100-PCIe", "L40S")
+REQUIRED_MODELS = ("H100-SXM", "H100-PCIe", "H200-SXM", "A100-SXM-80GB", "A100-PCIe", "L40S", "B200", "B300")
 
 
 @pytest.mark.parametrize("entry", th.TABLE, ids=[f"{t.metric}:{t.key}" for t in th.TABLE])
@@ -117,3 +118,45 @@ def test_link_floor_follows_the_nic_rate():
     assert th.link_floor(200.0).value == 180.0
     assert th.link_floor(100.0).value == pytest.approx(90.0)
     assert th.link_floor(None) is None
+
+
+@pytest.mark.parametrize("model", sorted(GPU_MODELS))
+@pytest.mark.parametrize("metric", ["gpu.gemm_bf16", "gpu.copy_bw"])
+def test_every_model_has_a_floor_or_says_why_it_is_fleet_only(metric, model):
+    floor, why = th.gpu_floor(metric, model), th.fleet_only_reason(metric, model)
+    assert (floor is None) == bool(why), f"{metric} {model}: floor {floor}, fleet-only reason {why!r}"
+
+
+@pytest.mark.parametrize("model, value, sku", [("L4", 198.4, "27b8"), ("A10G", 362.7, "2237"), ("A30", 585.0, "20b7"),
+                                               ("H100-NVL", 2043.8, "2321"), ("B200", 4072.5, "2901")])
+def test_new_copy_floors_come_from_dcgm_references_of_their_sku(model, value, sku):
+    floor = th.gpu_floor("gpu.copy_bw", model)
+    assert floor.value == pytest.approx(value, abs=0.1) and sku in floor.source
+
+
+def test_l4_gemm_is_fleet_only_because_the_datasheet_rule_fails_a_healthy_l4():
+    assert th.gpu_floor("gpu.gemm_bf16", "L4") is None
+    assert any("L4 GEMM" in figure and "59.4" in why for figure, why in th.REJECTED)
+
+
+def test_blackwell_gemm_floors_come_from_published_achievable_figures():
+    assert th.gpu_floor("gpu.gemm_bf16", "B200").reference == 1745.0
+    assert th.gpu_floor("gpu.gemm_bf16", "GB200").reference == 1822.0
+    assert th.gpu_floor("gpu.copy_bw", "GB200") is None and th.gpu_floor("gpu.copy_bw", "L40") is None
+
+
+def test_cluster_floor_needs_nvswitch_joined_gpus_and_two_nodes():
+    assert th.nccl_cluster_floor("L40S", 4, "infiniband", 4, 400.0, nodes=4) is None  # PCIe bounds it
+    assert th.nccl_cluster_floor("H100-SXM", 1, "infiniband", 1, 400.0, nodes=4) is None  # one GPU per node
+    assert th.nccl_cluster_floor("H100-SXM", 8, "infiniband", 8, 400.0, nodes=1) is None  # the node test's job
+    gb200 = th.nccl_cluster_floor("GB200", 4, "infiniband", 4, 400.0, nodes=18)
+    assert gb200.value == pytest.approx(4 * 41.4)
+
+
+def test_cluster_floor_shows_its_derivation_from_node_count_nics_and_line_rate():
+    hdr = th.nccl_cluster_floor("H100-SXM", 8, "infiniband", 4, 200.0, nodes=16)
+    assert hdr.value == pytest.approx(4 * 21.5)  # the HDR per-NIC figure, not the NDR one halved
+    assert "RING over 16 nodes x 8 GPUs" in hdr.derivation and "per 200 Gb/s NIC" in hdr.derivation
+    assert "x4 for 4 NICs per node" in hdr.derivation
+    slow = th.nccl_cluster_floor("H100-SXM", 8, "efa", 32, 50.0, nodes=2)
+    assert slow.value == pytest.approx(32 * 6.25 / 2, abs=0.2) and "x0.5 for 50 Gb/s NICs" in slow.derivation
