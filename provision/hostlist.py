@@ -1,27 +1,82 @@
-"""Slurm hostlist expressions, through ClusterShell's NodeSet (one adaptor, one place)."""
+"""Slurm hostlist expressions through ClusterShell's NodeSet (one adaptor, one place), sized before expansion."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
-from ClusterShell.NodeSet import NodeSet, NodeSetParseError
+from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetException
+from ClusterShell.RangeSet import RangeSetException
 
 from provision.errors import SpecError
+from provision.limits import MAX_HOSTLIST_CHARS, MAX_NODES_PER_GROUP, clip
+
+# Names, dots (addresses), '-', brackets and commas: no ClusterShell group (@), set operator (!&^) or space.
+_CHARACTERS = re.compile(r"[A-Za-z0-9.\-\[\],]+")
+_PART = re.compile(r"(?:\[[^\[\]]*\]|[^\[\]])*")  # one character at a time: no backtracking blow-up
+_BRACKETS = re.compile(r"\[([^\[\]]*)\]")
+_RANGE = re.compile(r"(\d{1,9})(?:-(\d{1,9})(?:/(\d{1,9}))?)?")
+_HINT = "write names such as gpu[01-16] or node1,node2"
 
 
-def expand(expression: str) -> list[str]:
-    """Expand "gpu[01-03]" into ["gpu01", "gpu02", "gpu03"], keeping the written order."""
+class HostlistError(ValueError):
+    """An expression that does not parse; the message says why, without repeating the expression."""
+
+
+def count(expression: str) -> int:
+    """How many names an expression stands for (an upper bound), computed without expanding it."""
+    if len(expression) > MAX_HOSTLIST_CHARS:
+        raise HostlistError(f"is {len(expression)} characters long; a hostlist expression has at most "
+                            f"{MAX_HOSTLIST_CHARS}")
+    if not _CHARACTERS.fullmatch(expression):
+        raise HostlistError("is not a valid hostlist expression (only letters, digits, '.', '-', brackets and "
+                            "commas)")
+    return sum(_count_part(part) for part in _split_top_level(expression))
+
+
+def _count_part(part: str) -> int:
+    """Names in one comma-separated part: the product of its bracket ranges."""
+    if not _PART.fullmatch(part):
+        raise _invalid("unbalanced or nested brackets")
+    total = 1
+    for match in _BRACKETS.finditer(part):
+        total *= sum(_range_size(item) for item in match.group(1).split(","))
+    return total
+
+
+def _range_size(item: str) -> int:
+    """Size of one range such as 01-16 or 1-9/2."""
+    match = _RANGE.fullmatch(item)
+    if not match:
+        raise _invalid(f"{clip(item, 20)} is not a range such as 01-16")
+    low, high, step = match.group(1), match.group(2) or match.group(1), match.group(3) or "1"
+    if int(high) < int(low) or int(step) < 1:
+        raise _invalid(f"'{item}' is an empty range")
+    return (int(high) - int(low)) // int(step) + 1
+
+
+def _invalid(why: str) -> HostlistError:
+    """The error for an expression that does not parse."""
+    return HostlistError(f"is not a valid hostlist expression ({why})")
+
+
+def expand(expression: str, limit: int = MAX_NODES_PER_GROUP) -> list[str]:
+    """Expand "gpu[01-03]" into ["gpu01", "gpu02", "gpu03"], keeping the written order; refuse over `limit` names."""
     try:
+        size = count(expression)
+        if size > limit:
+            raise HostlistError(f"stands for {size} names; at most {limit} are allowed here")
         return _expand_ordered(expression)
-    except NodeSetParseError as exc:
-        raise SpecError(f"'{expression}' is not a valid hostlist expression ({exc})",
-                        hint="write names such as gpu[01-16] or node1,node2") from exc
+    except HostlistError as exc:
+        raise SpecError(f"{clip(expression)} {exc}", hint=_HINT) from None
+    except (NodeSetException, RangeSetException) as exc:
+        raise SpecError(f"{clip(expression)} {_invalid(clip(str(exc)))}", hint=_HINT) from None
 
 
 def _expand_ordered(expression: str) -> list[str]:
     """Expand each comma-separated part in turn, so addresses line up with names as written."""
     names: list[str] = []
     for part in _split_top_level(expression):
-        names.extend(NodeSet(part))
+        names.extend(NodeSet(part, resolver=RESOLVER_NOGROUP))
     return names
 
 
@@ -41,4 +96,4 @@ def _split_top_level(expression: str) -> list[str]:
 
 def compress(names: Iterable[str]) -> str:
     """Fold host names into the shortest hostlist expression Slurm accepts ("gpu[01-16]")."""
-    return str(NodeSet.fromlist(list(names)))
+    return str(NodeSet.fromlist(list(names), resolver=RESOLVER_NOGROUP))

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from provision import hardware, slurm_layout
+from provision import hardware, slurm_layout, ssh_options
 from provision.deploy import secrets
 from provision.providers import cluster_state
 from provision.errors import UsageError
@@ -41,7 +41,9 @@ def render(spec: ClusterSpec, cluster: ClusterInfo) -> dict[str, str]:
     state = cluster_state(spec)
     groups = inventory_groups(cluster)
     recorded = hardware.load(state)
-    hosts = env.get_template("inventory/hosts.yml.j2").render(cluster=cluster, groups=groups)
+    hosts = env.get_template("inventory/hosts.yml.j2").render(
+        cluster=cluster, groups=groups, ssh_common_args=ssh_options.common_args(cluster),
+        ssh_key_file=ssh_options.option_path(cluster.ssh_key_path) if cluster.ssh_key_path else None)
     context = {
         "spec": spec,
         "cluster": cluster,

@@ -12,7 +12,7 @@ from provision import lifecycle
 from provision.certify.report import json_report
 from provision.certify.run import CertifyOptions, CertifyRun, certify as run_certify
 from provision.cli.cluster_cmds import JsonOpt, QuietOpt
-from provision.cli.output import err, out, print_json, progress_printer
+from provision.cli.output import err, escape, out, print_json, progress_printer
 from provision.cli.spec_cmds import SpecArg
 from provision.errors import EXIT_FAILED
 from provision.spec import load_spec
@@ -56,9 +56,10 @@ def render(run: CertifyRun, console: Console = out) -> None:
     for node, reason in run.drained.items():
         console.print(f"drained {node}: {reason}")
     for node, why in run.drain_errors.items():
-        err.print(f"[red]could not drain {node}: {why}[/red]", markup=True)
+        err.print(f"[red]could not drain {escape(node)}: {escape(why)}[/red]", markup=True)
     if not run.ok:
-        err.print(f"[red]certification failed on {', '.join(run.failed_nodes) or 'the cluster'}[/red]", markup=True)
+        err.print(f"[red]certification failed on {escape(', '.join(run.failed_nodes) or 'the cluster')}[/red]",
+                  markup=True)
 
 
 def _matrix(report, console: Console) -> None:

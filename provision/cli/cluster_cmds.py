@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from provision import lifecycle
-from provision.cli.output import err, out, print_json, progress_printer
+from provision.cli.output import err, escape, out, print_json, progress_printer
 from provision.cli.spec_cmds import SpecArg
 from provision.errors import EXIT_FAILED
 from provision.spec import load_spec
@@ -63,7 +63,7 @@ def down(
         for item in teardown.removed:
             out.print(f"removed {item}")
         for item in teardown.leftovers:
-            err.print(f"[red]left behind: {item}[/red]", markup=True)
+            err.print(f"[red]left behind: {escape(item)}[/red]", markup=True)
         if not teardown.leftovers:
             out.print("0 resources left")
     if teardown.leftovers:

@@ -9,7 +9,7 @@ from typer.exceptions import TyperException
 
 from provision import __version__
 from provision.cli import certify_cmd, cluster_cmds, deploy_cmd, preflight_cmd, spec_cmds
-from provision.cli.output import err, print_findings, out
+from provision.cli.output import err, escape, print_findings, out
 from provision.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ProvisionError, SpecError
 
 app = typer.Typer(
@@ -49,7 +49,7 @@ def _report(exc: ProvisionError) -> int:
     """Print a ProvisionError as one red line (plus spec findings) and return its exit code."""
     if isinstance(exc, SpecError) and exc.findings:
         print_findings(exc.findings)
-    err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+    err.print(f"[red]error:[/red] {escape(str(exc))}", markup=True, highlight=False)
     return exc.exit_code
 
 

@@ -1,6 +1,7 @@
 """Commands on the spec alone: init, validate, inventory."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +11,9 @@ from provision import inventory as inventory_mod
 from provision import lifecycle
 from provision.cli.output import err, out, print_findings, print_json
 from provision.errors import EXIT_BAD_INPUT, UsageError
+from provision.limits import clip
 from provision.spec import errors, load_spec, validate_file
+from provision.spec.model import NAME_HINT, NAME_PATTERN
 from provision.templating import environment
 
 SpecArg = Annotated[Path, typer.Argument(help="the cluster spec (YAML)", show_default=False)]
@@ -24,16 +27,28 @@ def init(
 ) -> None:
     """Write a commented example spec that validates."""
     if provider not in ("sandbox", "static", "aws"):
-        raise UsageError(f"--provider: '{provider}' is not a provider", hint="use sandbox, static or aws")
+        raise UsageError(f"--provider: {clip(provider)} is not a provider", hint="use sandbox, static or aws")
+    if not re.fullmatch(NAME_PATTERN, name):
+        raise UsageError(f"--name: {clip(name)} is not a cluster name", hint=f"use {NAME_HINT}")
     text = environment().get_template(f"spec/{provider}.yaml.j2").render(
         name=name, file_name=str(output or "cluster.yaml"))
     if output is None:
         typer.echo(text, nl=False)
         return
+    _write_new(output, text, force)
+    err.print(f"wrote {output}")
+
+
+def _write_new(output: Path, text: str, force: bool) -> None:
+    """Write the example to a new regular file (or over one with --force); never into a FIFO or a device."""
     if output.exists() and not force:
         raise UsageError(f"{output}: already exists", hint="pass --force to overwrite, or choose another path")
-    output.write_text(text)
-    err.print(f"wrote {output}")
+    if output.exists() and not output.is_file():
+        raise UsageError(f"{output}: is not a regular file", hint="choose a file path for -o")
+    try:
+        output.write_text(text)
+    except OSError as exc:
+        raise UsageError(f"{output}: cannot be written ({exc.strerror})", hint="choose a writable path") from exc
 
 
 def validate(spec: SpecArg, json_out: Annotated[bool, typer.Option("--json", help="findings as JSON")] = False) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from provision.limits import cut
+
 Level = Literal["error", "warning"]
 
 
@@ -21,7 +23,7 @@ class Finding:
         """One line as printed by `provision validate`."""
         where = f"{self.path} (line {self.line})" if self.line else self.path
         fix = f"; {self.fix}" if self.fix else ""
-        return f"{self.level}: {where}: {self.message}{fix}"
+        return f"{self.level}: {where}: {cut(self.message, 400)}{fix}"
 
     def as_dict(self) -> dict:
         """JSON form for --json."""
@@ -32,7 +34,8 @@ def format_path(loc: tuple) -> str:
     """Render a pydantic location like ('node_groups', 1, 'gpu') as node_groups[1].gpu."""
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        part = part if isinstance(part, int) else cut(str(part), 40)
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
     return out or "(top level)"
 
 

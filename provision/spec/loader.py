@@ -1,66 +1,20 @@
-"""Read a spec file: YAML with positions, then the pydantic structure, as findings not tracebacks."""
+"""Read a spec file: YAML with positions (provision.spec.reader), then the pydantic structure, as findings."""
 from __future__ import annotations
 
 import difflib
 import typing
-from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
-from provision.errors import SpecError
+from provision.limits import clip, cut
 from provision.spec.findings import Finding, format_path
 from provision.spec.model import ClusterSpec
+from provision.spec.reader import Lines, parse_yaml, read_text
+
+__all__ = ["nearest_line", "parse_yaml", "read_text", "structure_findings"]
 
 
-def read_text(path: Path) -> str:
-    """Read the spec file, turning every way a path can be wrong into one clear SpecError."""
-    if not path.exists():
-        raise SpecError(f"{path}: no such file", hint="give the path of a spec; `provision init -o FILE` writes one")
-    if path.is_dir():
-        raise SpecError(f"{path}: is a directory, not a spec file", hint="give the path of a YAML file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}: cannot be read ({exc})", hint="check permissions and that it is UTF-8 text") from exc
-    if not text.strip():
-        raise SpecError(f"{path}: is empty", hint="`provision init -o FILE` writes a complete example")
-    return text
-
-
-def parse_yaml(text: str, source: str) -> tuple[dict, dict[tuple, int]]:
-    """Parse YAML into data plus a map from field path to line number."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(f"{source}: YAML syntax error{where}: {problem}",
-                        hint="fix the YAML (indentation, quotes, ':' after keys)") from exc
-    if not isinstance(data, dict):
-        raise SpecError(f"{source}: the top level must be a mapping of keys (name, provider, node_groups, ...), "
-                        f"not {type(data).__name__}", hint="`provision init` shows the layout")
-    return data, _line_map(node)
-
-
-def _line_map(node: yaml.Node | None, path: tuple = ()) -> dict[tuple, int]:
-    """Record the line of every mapping key and sequence item, keyed by its path."""
-    lines: dict[tuple, int] = {}
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            child = (*path, key.value)
-            lines[child] = key.start_mark.line + 1
-            lines.update(_line_map(value, child))
-    elif isinstance(node, yaml.SequenceNode):
-        for index, value in enumerate(node.value):
-            lines[(*path, index)] = value.start_mark.line + 1
-            lines.update(_line_map(value, (*path, index)))
-    return lines
-
-
-def structure_findings(data: dict, lines: dict[tuple, int]) -> tuple[ClusterSpec | None, list[Finding]]:
+def structure_findings(data: dict, lines: Lines) -> tuple[ClusterSpec | None, list[Finding]]:
     """Build the model; on failure, translate every pydantic error into a finding."""
     try:
         return ClusterSpec.model_validate(data), []
@@ -68,14 +22,14 @@ def structure_findings(data: dict, lines: dict[tuple, int]) -> tuple[ClusterSpec
         return None, [_finding(error, data, lines) for error in exc.errors(include_url=False)]
 
 
-def _finding(error: dict, data: dict, lines: dict[tuple, int]) -> Finding:
+def _finding(error: dict, data: dict, lines: Lines) -> Finding:
     """One pydantic error as a finding with path, value and fix."""
     loc = _data_loc(tuple(error["loc"]), data)
     path = format_path(loc)
     line = nearest_line(loc, lines)
     kind = error["type"]
     if kind == "extra_forbidden":
-        return Finding("error", path, f"unknown key '{loc[-1]}'", _did_you_mean(loc), line)
+        return Finding("error", path, f"unknown key {clip(str(loc[-1]))}", _did_you_mean(loc), line)
     if kind == "missing":
         return Finding("error", path, "is required but missing", f"add '{loc[-1]}'", line)
     if kind == "union_tag_invalid" or kind == "union_tag_not_found":
@@ -84,8 +38,12 @@ def _finding(error: dict, data: dict, lines: dict[tuple, int]) -> Finding:
                        if kind == "union_tag_invalid" else "is required but missing",
                        "use one of: sandbox, static, aws", line)
     value = error.get("input")
-    shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
-    return Finding("error", path, f"{shown} is not valid: {_plain(error['msg'])}", _fix_for(kind, error), line)
+    shown = clip(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    if kind == "shape":  # provision.spec.shapes: the message and the fix are written for the reader
+        subject = "" if isinstance(value, (dict, list)) else f"{shown} "
+        return Finding("error", path, f"{subject}{error['ctx']['message']}", error["ctx"]["fix"], line)
+    return Finding("error", path, f"{shown} is not valid: {_plain(cut(error['msg'], 300))}", _fix_for(kind, error),
+                   line)
 
 
 def _data_loc(loc: tuple, data: dict) -> tuple:
@@ -102,7 +60,7 @@ def _data_loc(loc: tuple, data: dict) -> tuple:
     return tuple(out)
 
 
-def nearest_line(loc: tuple, lines: dict[tuple, int]) -> int | None:
+def nearest_line(loc: tuple, lines: Lines) -> int | None:
     """The line of the field, or of its closest parent that is in the file."""
     for end in range(len(loc), 0, -1):
         if loc[:end] in lines:
@@ -130,6 +88,7 @@ _FIXES = {
     "greater_than_equal": "raise the value",
     "less_than_equal": "lower the value",
     "too_short": "add at least one entry",
+    "too_long": "use fewer entries (docs/security.md lists the limits)",
 }
 
 

@@ -1,17 +1,24 @@
 """The cluster spec's structure: pydantic models that reject unknown keys and wrong types."""
 from __future__ import annotations
 
+import re
 from ipaddress import IPv4Network
-from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+
+from provision import hostlist
+from provision.limits import MAX_NODE_GROUPS, MAX_NODES_PER_CLUSTER, MAX_NODES_PER_GROUP, clip
+from provision.spec.shapes import (Addresses, AmiNameFilter, AmiOwner, BridgeName, HostName, Hostlist,
+                                   KeyPairName, LocalPath, MountPoint, RemotePath, SsmParameter, Token, Url,
+                                   UserName, shape_error)
 
 Role = Literal["controller", "login", "compute", "storage"]
 ROLES: tuple[str, ...] = ("controller", "login", "compute", "storage")
 
 _NAME = r"^[a-z][a-z0-9-]{0,30}$"
 _NAME_HINT = "lower-case letters, digits and '-', starting with a letter, at most 31 characters"
+NAME_PATTERN, NAME_HINT = _NAME, _NAME_HINT  # cluster and group names; `init --name` checks the same
 
 
 class _Strict(BaseModel):
@@ -25,8 +32,8 @@ class SandboxProvider(_Strict):
 
     type: Literal["sandbox"]
     subnet: IPv4Network = Field(IPv4Network("10.99.0.0/24"), description="private subnet for the sandbox bridge")
-    bridge: str | None = Field(None, max_length=15, description="bridge name; default derived from the cluster name")
-    mirror: str | None = Field(None, description="Debian mirror URL; default: the one in this machine's apt sources")
+    bridge: BridgeName | None = Field(None, description="bridge name; default derived from the cluster name")
+    mirror: Url | None = Field(None, description="Debian mirror URL; default: the one in this machine's apt sources")
 
 
 class StaticProvider(_Strict):
@@ -39,10 +46,10 @@ class StaticProvider(_Strict):
 class AmiSelector(_Strict):
     """Exactly one way of choosing the machine image."""
 
-    id: str | None = None
-    name_filter: str | None = None
-    owner: str | None = None
-    ssm_parameter: str | None = None
+    id: Token | None = None
+    name_filter: AmiNameFilter | None = None
+    owner: AmiOwner | None = None
+    ssm_parameter: SsmParameter | None = None
 
 
 class FsxLustre(_Strict):
@@ -58,15 +65,15 @@ class AwsProvider(_Strict):
     """EC2 instances, with EFA and a cluster placement group for GPU groups."""
 
     type: Literal["aws"]
-    region: str
-    availability_zone: str
-    vpc_id: str | None = Field(None, description="existing VPC; omit to create one")
-    subnet_id: str | None = Field(None, description="existing subnet; omit to create one")
+    region: Token
+    availability_zone: Token
+    vpc_id: Token | None = Field(None, description="existing VPC; omit to create one")
+    subnet_id: Token | None = Field(None, description="existing subnet; omit to create one")
     vpc_cidr: IPv4Network = IPv4Network("10.42.0.0/16")
     subnet_cidr: IPv4Network = IPv4Network("10.42.0.0/20")
     ssh_ingress_cidr: IPv4Network = Field(description="who may reach port 22; 0.0.0.0/0 only if written")
     ami: AmiSelector
-    key_pair_name: str | None = None
+    key_pair_name: KeyPairName | None = None
     root_volume_gib: int = Field(200, ge=8, le=16384)
     fsx_lustre: FsxLustre | None = None
 
@@ -77,7 +84,7 @@ ProviderSpec = Annotated[Union[SandboxProvider, StaticProvider, AwsProvider], Fi
 class GpuSpec(_Strict):
     """GPUs in every node of a compute group."""
 
-    model: str = Field(description="a key of provision.gpus.GPU_MODELS, e.g. H100-SXM")
+    model: Token = Field(description="a key of provision.gpus.GPU_MODELS, e.g. H100-SXM")
     count: int = Field(ge=1, le=16)
 
 
@@ -93,27 +100,27 @@ class NodeGroup(_Strict):
 
     name: str = Field(pattern=_NAME)
     roles: list[Role] = Field(min_length=1)
-    count: int | None = Field(None, ge=1, le=100_000)
-    hosts: str | None = Field(None, description="hostlist expression, e.g. gpu[01-16]")
-    addresses: str | list[str] | None = Field(None, description="list or expression, e.g. 10.0.0.[11-26]")
+    count: int | None = Field(None, ge=1, le=MAX_NODES_PER_GROUP)
+    hosts: Hostlist | None = Field(None, description="hostlist expression, e.g. gpu[01-16]")
+    addresses: Addresses | None = Field(None, description="list or expression, e.g. 10.0.0.[11-26]")
     gpu: GpuSpec | None = None
     partition: str | None = Field(None, pattern=r"^[A-Za-z0-9_-]+$")
-    default_partition: bool = False
+    default_partition: StrictBool = False
     cpus: int | None = Field(None, ge=1)
     real_memory_mb: int | None = Field(None, ge=1)
     interconnect: Interconnect = Interconnect()
-    instance_type: str | None = None
+    instance_type: Token | None = None
     capacity: Literal["on-demand", "spot", "reservation"] = "on-demand"
-    capacity_reservation_id: str | None = None
+    capacity_reservation_id: Token | None = None
 
 
 class NvidiaDriver(_Strict):
     """The NVIDIA driver: a pinned branch, optionally an exact version."""
 
     branch: int = 570
-    version: str | None = None
+    version: Token | None = None
     source: Literal["cuda-repo", "distribution"] = "cuda-repo"
-    open_kernel_modules: bool = True
+    open_kernel_modules: StrictBool = True
     reboot: Literal["drain", "now", "never"] = "drain"
 
 
@@ -121,16 +128,15 @@ class Cuda(_Strict):
     """CUDA toolkits installed side by side; /usr/local/cuda points at the default."""
 
     versions: list[str] = Field(["12.8"], min_length=1)
-    default: str | None = None
+    default: Token | None = None
 
     @field_validator("versions")
     @classmethod
     def _dotted(cls, versions: list[str]) -> list[str]:
-        """Accept only MAJOR.MINOR so package names (cuda-toolkit-12-8) can be derived."""
+        """Accept only MAJOR.MINOR (ASCII digits) so package names (cuda-toolkit-12-8) can be derived."""
         for version in versions:
-            parts = version.split(".")
-            if len(parts) != 2 or not all(p.isdigit() for p in parts):
-                raise ValueError(f"'{version}' is not MAJOR.MINOR; write e.g. 12.8")
+            if not re.fullmatch(r"[0-9]{1,3}\.[0-9]{1,3}", version):
+                raise ValueError(f"{clip(version)} is not MAJOR.MINOR; write e.g. 12.8")
         return versions
 
 
@@ -144,18 +150,18 @@ class Slurm(_Strict):
     """Slurm packages and accounting."""
 
     source: Literal["distribution", "repository"] = "distribution"
-    repository_url: str | None = None
-    accounting: bool = True
+    repository_url: Url | None = None
+    accounting: StrictBool = True
 
 
 class Mirrors(_Strict):
     """Download locations, so an air-gapped site can point every fetch at its own mirror."""
 
-    cuda_repository: str | None = None
-    nccl_tests_source: str | None = None
-    efa_installer: str | None = None
-    lustre_repository: str | None = None
-    beegfs_repository: str | None = None
+    cuda_repository: Url | None = None
+    nccl_tests_source: Url | None = None
+    efa_installer: Url | None = None
+    lustre_repository: Url | None = None
+    beegfs_repository: Url | None = None
 
 
 class Software(_Strict):
@@ -172,18 +178,18 @@ class Filesystem(_Strict):
     """The shared filesystem mounted on every node."""
 
     type: Literal["none", "glusterfs", "lustre", "beegfs", "nfs"] = "none"
-    mount_point: str = "/shared"
+    mount_point: MountPoint = "/shared"
     volume: str = Field("shared", pattern=r"^[A-Za-z0-9_-]+$")
     replica: int | None = Field(None, ge=1)
-    server: str | None = Field(None, description="lustre MGS/DNS name, beegfs management host, nfs server")
-    remote_path: str | None = Field(None, description="lustre mount name or nfs export")
+    server: HostName | None = Field(None, description="lustre MGS/DNS name, beegfs management host, nfs server")
+    remote_path: RemotePath | None = Field(None, description="lustre mount name or nfs export")
 
 
 class Ssh(_Strict):
     """How the tool and Ansible log in to nodes."""
 
-    user: str = "root"
-    key_path: Path | None = Field(None, description="private key; omit to use the per-cluster generated key")
+    user: UserName = "root"
+    key_path: LocalPath | None = Field(None, description="private key; omit to use the per-cluster generated key")
     port: int = Field(22, ge=1, le=65535)
 
 
@@ -199,8 +205,19 @@ class ClusterSpec(_Strict):
     name: str = Field(pattern=_NAME)
     provider: ProviderSpec
     ssh: Ssh = Ssh()
-    node_groups: list[NodeGroup] = Field(min_length=1)
+    node_groups: list[NodeGroup] = Field(min_length=1, max_length=MAX_NODE_GROUPS)
     software: Software = Software()
     filesystem: Filesystem = Filesystem()
     certify: Certify = Certify()
-    state_dir: Path | None = Field(None, description="default: $PROVISION_STATE_DIR or ~/.local/state/gpu-provision")
+    state_dir: LocalPath | None = Field(None,
+                                        description="default: $PROVISION_STATE_DIR or ~/.local/state/gpu-provision")
+
+    @field_validator("node_groups")
+    @classmethod
+    def _bounded(cls, groups: list[NodeGroup]) -> list[NodeGroup]:
+        """The cluster's node count, summed from counts and sized hostlists before anything is expanded."""
+        total = sum(hostlist.count(g.hosts) if g.hosts else (g.count or 0) for g in groups)
+        if total > MAX_NODES_PER_CLUSTER:
+            raise shape_error(f"add up to {total} nodes; a cluster has at most {MAX_NODES_PER_CLUSTER}",
+                              "make the cluster smaller, or split it into several clusters")
+        return groups

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from ipaddress import IPv4Address, ip_address
@@ -12,10 +13,12 @@ from provision.gpus import GPU_MODELS
 from provision.spec import topology
 from provision.spec.findings import Finding
 from provision.spec.model import ClusterSpec
+from provision.spec.shapes import normal_path
 
 Validator = Callable[[ClusterSpec], list[Finding]]
 
-_HOSTNAME_MAX = 63
+# A DNS label Slurm also takes as a NodeName: ASCII lower case, a letter first, no '-' at the end, at most 63.
+_HOSTNAME = re.compile(r"[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?")
 _SYSTEM_PATHS = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/root", "/run", "/sbin",
                  "/sys", "/tmp", "/usr", "/var")
 
@@ -71,8 +74,7 @@ def check_host_names(spec: ClusterSpec) -> list[Finding]:
     seen: dict[str, int] = {}
     for i, group_names in enumerate(names):
         for name in group_names:
-            if len(name) > _HOSTNAME_MAX or not name.replace("-", "").isalnum() or not name[0].isalpha() \
-                    or name != name.lower():
+            if not _HOSTNAME.fullmatch(name):
                 out.append(Finding("error", f"node_groups[{i}].hosts", f"'{name}' is not a valid host name",
                                    "use lower-case letters, digits and '-', starting with a letter"))
             if name in seen:
@@ -246,13 +248,17 @@ def check_filesystem(spec: ClusterSpec) -> list[Finding]:
     """Mount point not a system path; glusterfs needs storage nodes; client filesystems need a server."""
     fs = spec.filesystem
     out = []
-    mount = fs.mount_point.rstrip("/") or "/"
+    mount = normal_path(fs.mount_point)  # judged as the kernel resolves it: /shared/../etc is /etc
+    shown = f"'{fs.mount_point}'" + (f" (that is {mount})" if mount != fs.mount_point.rstrip("/") else "")
     if not fs.mount_point.startswith("/"):
         out.append(Finding("error", "filesystem.mount_point", f"'{fs.mount_point}' is not an absolute path",
                            "use a path such as /shared"))
     elif mount in _SYSTEM_PATHS or any(mount.startswith(p + "/") for p in _SYSTEM_PATHS if p not in ("/",)):
-        out.append(Finding("error", "filesystem.mount_point", f"'{fs.mount_point}' is a system path",
+        out.append(Finding("error", "filesystem.mount_point", f"{shown} is a system path",
                            "mount the shared filesystem at its own path, such as /shared"))
+    elif mount != fs.mount_point.rstrip("/"):
+        out.append(Finding("error", "filesystem.mount_point", f"{shown} is not written in normal form",
+                           f"write {mount}"))
     names = _names(spec)
     if fs.type == "glusterfs" and names is not None:
         storage = sum(len(n) for g, n in zip(spec.node_groups, names) if "storage" in g.roles)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,23 @@ from provision.spec import load_spec
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "inventories").glob("*.yaml"))
 ANSIBLE_INVENTORY = Path(sys.executable).parent / "ansible-inventory"
+
+
+class _UnsafeLoader(yaml.SafeLoader):
+    """Reads the rendered inventory as Ansible does, keeping !unsafe strings as plain strings."""
+
+
+_UnsafeLoader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
+
+
+def _load(text: str):
+    return yaml.load(text, Loader=_UnsafeLoader)
+
+
+def _unsafe(value):
+    """ansible-inventory lists a string that Ansible will never template as {"__ansible_unsafe": text}."""
+    assert isinstance(value, dict) and set(value) == {"__ansible_unsafe"}, value
+    return value["__ansible_unsafe"]
 
 
 @pytest.fixture(autouse=True)
@@ -46,14 +64,15 @@ def test_ansible_inventory_puts_every_host_in_its_groups(spec_path):
         assert node.name in listing[f"nodegroup_{node.group}"]["hosts"]
         assert (node.name in listing.get("gpu", {}).get("hosts", [])) == bool(node.gpu_count)
         host_vars = listing["_meta"]["hostvars"][node.name]
-        assert host_vars.get("ansible_host") == node.address
-        assert host_vars["cluster_name"] == spec.name
+        assert (_unsafe(host_vars["ansible_host"]) if node.address else host_vars.get("ansible_host")) == node.address
+        assert _unsafe(host_vars["cluster_name"]) == spec.name  # spec strings reach Ansible as data, never templates
+        assert _unsafe(host_vars["ansible_user"]) == cluster.ssh_user
 
 
 def test_inventory_vars_carry_the_software_settings():
     spec = load_spec(REPO / "inventories" / "onprem.yaml")
     text = inventory.render(spec, lifecycle.planned_cluster(spec))["group_vars/all/cluster.yml"]
-    data = yaml.safe_load(text)
+    data = _load(text)
     assert data["nvidia_driver_branch"] == spec.software.nvidia_driver.branch
     assert data["cuda_versions"] == ["12.4", "12.8"] and data["cuda_default_version"] == "12.8"
     assert data["filesystem_type"] == "glusterfs" and data["slurm_controller_host"] == "head01"
@@ -100,8 +119,10 @@ def test_jump_host_goes_through_a_verifying_proxy_command():
     spec = load_spec(REPO / "inventories" / "aws.yaml")
     planned = lifecycle.planned_cluster(spec)
     cluster = planned.model_copy(update={"vars": {"ssh_jump_host": "198.51.100.7"}})
-    data = yaml.safe_load(inventory.render(spec, cluster)["hosts.yml"])
-    args = data["all"]["vars"]["ansible_ssh_common_args"]
+    data = _load(inventory.render(spec, cluster)["hosts.yml"])
+    words = shlex.split(data["all"]["vars"]["ansible_ssh_common_args"])  # as Ansible's ssh plugin splits them
     known = f"UserKnownHostsFile={planned.known_hosts_path}"
-    assert args.count("StrictHostKeyChecking=yes") == 2 and args.count(known) == 2
-    assert f'-W %h:%p ubuntu@198.51.100.7"' in args and "ProxyCommand=" in args
+    assert words[:4] == ["-o", "StrictHostKeyChecking=yes", "-o", known] and words[4] == "-o"
+    proxy = words[5].removeprefix("ProxyCommand=")
+    assert shlex.split(proxy) == ["ssh", "-o", "StrictHostKeyChecking=yes", "-o", known, "-i",
+                                  str(planned.ssh_key_path), "-W", "%h:%p", "ubuntu@198.51.100.7"]

@@ -54,12 +54,12 @@ CASES = [
      _set("node_groups.1.addresses", ["10.0.0.11"]),
      "error: node_groups[1].addresses: 1 addresses for 2 hosts; give one address per host, in the order of hosts"),
     ("unreadable hostlist",
-     _set("node_groups.1.hosts", "gpu[02-01"),
-     "error: node_groups[1].hosts: 'gpu[02-01' is not a valid hostlist expression (missing bracket: \"gpu[02-01\"); "
-     "write names such as gpu[01-16] or node1,node2"),
+     _set("node_groups.1.hosts", "gpu[01-2]"),
+     "error: node_groups[1].hosts: 'gpu[01-2]' is not a valid hostlist expression ('bad range: \"padding length "
+     "mismatch : \"01-2\"\"'); write names such as gpu[01-16] or node1,node2"),
     ("invalid host name",
-     _set("node_groups.0.hosts", "Head_01"),
-     "error: node_groups[0].hosts: 'Head_01' is not a valid host name; "
+     _set("node_groups.0.hosts", "Head01"),
+     "error: node_groups[0].hosts: 'Head01' is not a valid host name; "
      "use lower-case letters, digits and '-', starting with a letter"),
     ("duplicate host name",
      _set("node_groups.2.hosts", "gpu[01-02]"),
@@ -162,9 +162,18 @@ CASES = [
      _set("software", {"slurm": {"source": "repository"}}),
      "error: software.slurm.repository_url: is missing while source is 'repository'; "
      "set repository_url to the site's Slurm APT repository, or use source: distribution"),
-    ("relative mount point",
-     _set("filesystem.mount_point", "shared"),
-     "error: filesystem.mount_point: 'shared' is not an absolute path; use a path such as /shared"),
+    ("mount point that walks up into a system path",
+     _set("filesystem.mount_point", "/shared/../etc"),
+     "error: filesystem.mount_point: '/shared/../etc' (that is /etc) is a system path; "
+     "mount the shared filesystem at its own path, such as /shared"),
+    ("mount point not in normal form",
+     _set("filesystem.mount_point", "/data/./shared"),
+     "error: filesystem.mount_point: '/data/./shared' (that is /data/shared) is not written in normal form; "
+     "write /data/shared"),
+    ("host name ending in '-'",
+     _set("node_groups.0.hosts", "head-"),
+     "error: node_groups[0].hosts: 'head-' is not a valid host name; "
+     "use lower-case letters, digits and '-', starting with a letter"),
     ("mount point under a system path",
      _set("filesystem.mount_point", "/usr/shared"),
      "error: filesystem.mount_point: '/usr/shared' is a system path; "

@@ -1,0 +1,67 @@
+"""The ssh options Ansible logs in with: host keys checked against the cluster's known_hosts, and the jump host.
+
+Ansible splits `ansible_ssh_common_args` with shlex and hands the words to ssh; ssh hands a ProxyCommand to
+`sh -c` after expanding its % tokens. So every word is shell-quoted twice over where it has to be, a literal '%'
+is doubled, and a path that ssh would read specially in an option (spaces, quotes, '%', '$', '~') is refused
+instead of being passed on.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from ipaddress import ip_address
+from pathlib import Path
+
+from provision.errors import StateError
+from provision.limits import clip
+from provision.records import ClusterInfo
+
+_OPTION_PATH = re.compile(r"/[A-Za-z0-9._/+@,=:-]*")
+_USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+
+
+def option_path(path: Path) -> str:
+    """A path as ssh takes it in an -o option: absolute and free of characters ssh or a shell would expand."""
+    text = str(path)
+    if not _OPTION_PATH.fullmatch(text):
+        raise StateError(f"{clip(text)} cannot be passed to ssh safely (it must be absolute, of letters, digits and "
+                         ". _ / + @ , = : -)", hint="use a state directory (and key path) without spaces, quotes, "
+                         "'%', '$' or '~'")
+    return text
+
+
+def common_args(cluster: ClusterInfo) -> str | None:
+    """ansible_ssh_common_args: host keys checked, and a verifying ProxyCommand where the provider set a jump host."""
+    if cluster.known_hosts_path is None:
+        return None
+    words = ["-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={option_path(cluster.known_hosts_path)}"]
+    jump = cluster.vars.get("ssh_jump_host")
+    if jump:
+        words += ["-o", f"ProxyCommand={proxy_command(cluster, jump)}"]
+    return shlex.join(words)
+
+
+def proxy_command(cluster: ClusterInfo, jump: str) -> str:
+    """The inner ssh to the jump host (ProxyCommand, not ProxyJump: it must verify the jump host the same way)."""
+    argv = ["ssh", "-o", "StrictHostKeyChecking=yes",
+            "-o", f"UserKnownHostsFile={option_path(cluster.known_hosts_path)}"]
+    if cluster.ssh_key_path is not None:
+        argv += ["-i", option_path(cluster.ssh_key_path)]
+    argv += ["-W", "%h:%p", f"{_user(cluster.ssh_user)}@{_address(jump)}"]
+    return " ".join(word if word == "%h:%p" else shlex.quote(word).replace("%", "%%") for word in argv)
+
+
+def _user(user: str) -> str:
+    """The login name, which the spec validated; checked again because it reaches a shell here."""
+    if not _USER.fullmatch(user):
+        raise StateError(f"ssh user {clip(user)} is not a user name", hint="fix ssh.user in the spec")
+    return user
+
+
+def _address(jump: str) -> str:
+    """The jump host as the provider recorded it: an IP address."""
+    try:
+        return str(ip_address(jump))
+    except ValueError:
+        raise StateError(f"jump host {clip(jump)} is not an IP address",
+                         hint="the provider state is damaged; run `provision up` again") from None
