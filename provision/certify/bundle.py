@@ -33,6 +33,8 @@ PROBE_MODULES: tuple[str, ...] = (
     "provision.certify.probe", "provision.certify.probe.__main__", "provision.certify.probe.bench",
     "provision.certify.probe.collect", "provision.certify.probe.fs", "provision.certify.probe.system",
     "provision.certify.probe.pci", "provision.certify.health.topology", "provision.certify.health.xid_catalog",
+    "provision.certify.probe.dcgm", "provision.certify.parsers", "provision.certify.parsers.dcgm",
+    "provision.certify.parsers.errors",
 )
 SOURCES: tuple[str, ...] = ("certify/gpubench/gpubench.cu",)  # built on GPU nodes by the role, relative to the package
 DIGEST_FILE = "BUNDLE_DIGEST"  # beside the staged package: certify compares it with its own before running

@@ -74,6 +74,9 @@ def _parse(job: NcclJob) -> tuple[nccl_tests.NcclRun | None, str | None]:
         run = nccl_tests.parse(job.output or "")
     except ValueError as exc:
         return None, str(exc)
+    if run.separate_runs > 1:
+        return None, (f"{run.separate_runs} separate all_reduce_perf runs, one per process, instead of one "
+                      "across them: nccl-tests was built without MPI (make MPI=1) or started without PMI")
     if run.wrong:
         return None, f"{run.wrong} wrong results (#wrong column): data corruption in the collective"
     if run.out_of_bounds:

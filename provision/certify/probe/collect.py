@@ -10,7 +10,7 @@ from provision.adaptors import nvml
 from provision.certify import health, xid
 from provision.certify.expect import NodeExpectation
 from provision.certify.health import LoadSummary
-from provision.certify.probe import PROBE_VERSION, bench, fs, pci, system
+from provision.certify.probe import PROBE_VERSION, bench, dcgm, fs, pci, system
 from provision.certify.records import CheckResult, Measurement
 
 __all__ = ["PROBE_VERSION", "run", "verify_filesystem"]
@@ -32,7 +32,8 @@ def run(expect: NodeExpectation, level: str, *, gpubench: str | None = None,
     burn = BURN_SECONDS[level] if burn_seconds is None or level == "quick" else burn_seconds
     snap, load, bench_check, measurements, bench_doc = _gpus(expect, burn, gpubench)
     switches = pci.scan()
-    checks = health.evaluate(snap, expect, load, switches) + [bench_check, _xids(expect, snap)]
+    checks = health.evaluate(snap, expect, load, switches) + [bench_check, *_dcgm(expect, level, snap),
+                                                              _xids(expect, snap)]
     ports = system.rdma_ports()
     checks.append(system.check_rdma(ports, expect))
     fs_doc, fs_checks, fs_measurements = _filesystem(expect)
@@ -90,6 +91,11 @@ def _gpus(expect: NodeExpectation, burn: int | None, binary: str | None):
 def _bench_check(expect: NodeExpectation, verdict: str, detail: str) -> CheckResult:
     return CheckResult("gpu.bench", verdict, node=expect.node, source="gpubench (cuBLAS GEMM, copies)",
                        detail=detail)
+
+
+def _dcgm(expect: NodeExpectation, level: str, snap: nvml.NvmlSnapshot) -> list[CheckResult]:
+    """DCGM's diagnostic, after gpubench (idle GPUs) and before the Xid read (so Xids it provokes are seen)."""
+    return dcgm.run(expect, level, has_gpus=bool(expect.gpu_count or (snap.available and snap.gpus)))
 
 
 def _xids(expect: NodeExpectation, snap: nvml.NvmlSnapshot) -> CheckResult:

@@ -95,7 +95,7 @@ def test_ib_bandwidth_agrees_with_message_rate_times_size(fixtures_dir, name):
 
 def test_ib_write_bw_server_side_waiting_has_no_table(fixtures_dir):
     text = read(fixtures_dir, "ib_write_bw_4qp_gbits.txt")
-    with pytest.raises(ValueError, match="no ib_write_bw bandwidth table"):
+    with pytest.raises(ValueError, match="no perftest bandwidth table"):
         ib_write_bw.parse(text[: text.index(" #bytes")])
 
 
