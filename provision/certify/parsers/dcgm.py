@@ -66,7 +66,7 @@ class DcgmDiag:
 def normalise(name: str) -> str:
     """Test name -> check-id suffix: lower case, words joined by "_", older names mapped to 4.x names."""
     key = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
-    return ALIASES.get(key, key)
+    return ALIASES.get(key, key) or "unnamed"  # a check id needs a word after "dcgm."
 
 
 def status_of(value: Any) -> str:
@@ -116,9 +116,21 @@ def _test(test: dict, category: str) -> DcgmTest:
     if not name:
         raise ParseError("DCGM JSON has a test without a name", json.dumps(test)[:200])
     results = tuple(_result(r) for r in test.get("results") or [])
-    summary = (test.get("test_summary") or {}).get("status") if isinstance(test.get("test_summary"), dict) else None
-    statuses = [r.status for r in results] + ([status_of(summary)] if summary else [])
-    return DcgmTest(name, category, worst(statuses), results)
+    summary = test.get("test_summary")
+    if isinstance(summary, dict) and summary.get("status") is not None:
+        results += _unplaced(_result(summary), results)
+    return DcgmTest(name, category, worst([r.status for r in results]), results)
+
+
+def _unplaced(summary: DcgmResult, results: tuple[DcgmResult, ...]) -> tuple[DcgmResult, ...]:
+    """The 4.x test summary as a result of its own, with only the messages no entity's result carries
+    (dcgmi writes every error of the test into the summary, those of the GPUs included)."""
+    said = {m for r in results for m in r.warnings + r.info}
+    warnings = tuple(m for m in summary.warnings if m not in said)
+    info = tuple(m for m in summary.info if m not in said)
+    if results and not warnings and not info and _RANK[summary.status] <= _RANK[worst([r.status for r in results])]:
+        return ()
+    return (DcgmResult(None, summary.status, warnings, info),)
 
 
 def _tests(body: dict) -> tuple[DcgmTest, ...]:

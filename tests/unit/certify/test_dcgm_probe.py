@@ -6,11 +6,13 @@ its arguments; the probe code above it is the real one."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import pytest
 
 from provision.certify.expect import NodeExpectation
+from provision.certify.parsers import dcgm as dcgm_parser
 from provision.certify.probe import collect, dcgm, system
 
 GPU_NODE = NodeExpectation(node="gpu01", gpu_model="H100-SXM", gpu_count=2)
@@ -96,6 +98,17 @@ def test_dcgm_3x_display_names_become_the_4x_check_ids():
     assert "cudaMalloc" in checks["dcgm.memory"].detail and checks["dcgm.memory"].source.endswith("(DCGM 3.3.7)")
 
 
+NAMES = [("GPU Memory", "memory"), ("memory", "memory"), ("Targeted Power", "targeted_power"),
+         ("Permissions and OS-related Blocks", "permissions_and_os_blocks"), ("Blacklist", "denylist"),
+         ("EUD Test", "eud"), ("C2C", "c2c"), ("???", "unnamed")]
+
+
+@pytest.mark.parametrize("name, key", NAMES)
+def test_test_names_become_check_ids_the_report_schema_accepts(name, key):
+    assert dcgm_parser.normalise(name) == key
+    assert re.fullmatch(r"[a-z0-9_]+(\.[a-z0-9_]+)+", f"dcgm.{key}")
+
+
 @pytest.mark.parametrize("level, run_level", [("quick", "1"), ("standard", "2"), ("full", "3")])
 def test_the_run_level_follows_the_probe_level_and_output_is_json(dcgmi, level, run_level):
     args = dcgmi(MEMORY_FAULT, rc=226)  # dcgmi exits non-zero when a test fails; the document still counts
@@ -151,3 +164,14 @@ def test_probe_runs_dcgm_after_the_benchmark_and_before_the_xid_read(fake, dcgmi
     order = [c["check"] for c in doc["checks"]]
     assert order.index("gpu.bench") < order.index("dcgm.memory") < order.index("gpu.xid")
     assert next(c for c in doc["checks"] if c["check"] == "dcgm.memory")["verdict"] == "fail"
+
+
+def test_a_4x_summary_message_no_gpu_carries_reaches_the_detail_once():
+    doc = json.loads(dcgm4(("Integration", "nvbandwidth", [gpu(0, "Pass"), gpu(1, "Fail", "GPU 1 copy engine error")])))
+    test = doc["DCGM Diagnostic"]["test_categories"][0]["tests"][0]
+    test["test_summary"] = {"status": "Fail", "warnings": [
+        {"warning": "GPU 1 copy engine error", "error_id": 1, "error_category": 1, "error_severity": 2},
+        {"warning": "MCUTIL > 10% before the test", "error_id": 2, "error_category": 1, "error_severity": 2}]}
+    (check,) = dcgm.judge_output(json.dumps(doc), "gpu01", "full")
+    assert check.verdict == "fail" and check.subject == "GPU1"
+    assert check.detail.count("copy engine error") == 1 and "MCUTIL > 10% before the test" in check.detail
