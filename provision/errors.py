@@ -46,6 +46,10 @@ class StateError(ProvisionError):
     exit_code = EXIT_ENVIRONMENT
 
 
+class ClusterBusyError(StateError):
+    """Another command holds the cluster's lock (provision.lock); the message names it."""
+
+
 class ProviderError(ProvisionError):
     """A provider could not create, describe or destroy nodes."""
 

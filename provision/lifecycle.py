@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from provision import hardware, inventory
 from provision.preflight import DEFAULT_CONCURRENCY, run_preflight
 from provision.preflight.records import PreflightReport
+from provision.lock import cluster_lock
 from provision.providers import get_provider
 from provision.providers.base import Plan, Progress, Provider, Teardown, silent
 from provision.records import ClusterInfo
@@ -79,8 +80,15 @@ def _ensure_nodes(spec: ClusterSpec, provider: Provider, progress: Progress) -> 
 
 def up(spec: ClusterSpec, later_stages: dict[str, StageRunner], options: UpOptions = UpOptions(),
        progress: Progress = silent) -> UpResult:
-    """Bring the cluster up; each later stage that finished before is not redone unless asked."""
+    """Bring the cluster up under its lock; each later stage that finished before is not redone unless asked."""
     provider = get_provider(spec)
+    with cluster_lock(provider.state, "up", progress):
+        return _up(spec, provider, later_stages, options, progress)
+
+
+def _up(spec: ClusterSpec, provider: Provider, later_stages: dict[str, StageRunner], options: UpOptions,
+        progress: Progress) -> UpResult:
+    """The stages of `up`, in order."""
     for stage in options.redo:
         provider.state.mark_stage(stage, done=False)
     cluster = _ensure_nodes(spec, provider, progress)
@@ -97,11 +105,12 @@ def up(spec: ClusterSpec, later_stages: dict[str, StageRunner], options: UpOptio
 
 
 def down(spec: ClusterSpec, progress: Progress = silent, *, orphans: bool = False) -> Teardown:
-    """Remove everything the provider made; the stages are forgotten so a later `up` redoes them."""
+    """Remove everything the provider made (under the cluster's lock); the stages are forgotten so `up` redoes them."""
     provider = get_provider(spec)
-    teardown = provider.destroy(progress, orphans=orphans)
-    if provider.state.exists():
-        provider.state.remove("stages")
+    with cluster_lock(provider.state, "down", progress):
+        teardown = provider.destroy(progress, orphans=orphans)
+        if provider.state.exists():
+            provider.state.remove("stages")
     return teardown
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -106,15 +107,53 @@ class ClusterState:
 
 
 def write_private(path: Path, text: str) -> Path:
-    """Write a file readable by its owner only, atomically (temp file + rename)."""
+    """Write a file readable by its owner only, atomically: temp file, fsync, rename, fsync of the directory.
+
+    A kill or a power cut at any moment leaves the old document or the new one, never part of one.
+    """
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    _fsync_dir(path.parent)
+    return path
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make a rename in a directory durable."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def private_dir(path: Path) -> Path:
+    """A directory only this user can use: made with mode 0700, or, if it is there already, checked.
+
+    For places others can write to (/tmp): an existing directory must be a real directory (not a link), owned by
+    this user, with no access for group or others; anything else may have been planted and is refused.
+    """
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise StateError(f"cannot create {path} ({exc.strerror})", hint=f"set {ENV_STATE_DIR} to a writable "
+                         "directory") from exc
+    info = os.lstat(path)
+    kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a directory"
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or stat.S_IMODE(info.st_mode) & 0o077:
+        raise StateError(f"{path} is not a private directory of this user ({kind}, owner uid {info.st_uid}, mode "
+                         f"{stat.S_IMODE(info.st_mode):o})",
+                         hint="someone else may have planted it: inspect and remove it, or set "
+                              f"{ENV_STATE_DIR} to a shorter private path")
     return path

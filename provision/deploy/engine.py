@@ -11,6 +11,7 @@ from provision.deploy.ansible_cfg import write_ansible_cfg
 from provision.deploy.events import EventTracker, OnUpdate
 from provision.deploy.records import DeployResult
 from provision.errors import UsageError
+from provision.lock import cluster_lock
 from provision.preflight import ensure_hardware
 from provision.providers import cluster_state
 from provision.records import ClusterInfo
@@ -51,8 +52,15 @@ def _run_dir_name(options: DeployOptions) -> str:
 
 def deploy(spec: ClusterSpec, cluster: ClusterInfo, options: DeployOptions = DeployOptions(),
            on_update: OnUpdate | None = None) -> DeployResult:
-    """Run the site playbook on the cluster; never raises for failed hosts (they are in the result)."""
+    """Run the site playbook on the cluster under its lock; never raises for failed hosts (they are in the result)."""
     state = cluster_state(spec)
+    with cluster_lock(state, "deploy --check" if options.check else "deploy"):
+        return _deploy(spec, cluster, state, options, on_update)
+
+
+def _deploy(spec: ClusterSpec, cluster: ClusterInfo, state: ClusterState, options: DeployOptions,
+            on_update: OnUpdate | None) -> DeployResult:
+    """Render the inventory and ansible.cfg, run the playbook, record the failed hosts."""
     limit = _limit(state, options)
     secrets.ensure_secrets(state)
     ensure_hardware(state, cluster)
