@@ -6,6 +6,9 @@
 - mpi.start (compute nodes) and mpi.allreduce (the cluster): one MPI job across every compute node, started
   the way users start theirs (`srun --mpi=pmix`), runs the certify role's mpi-check: allreduces of known
   values with every element of the result verified. Its wall time and the 8 MiB allreduce time are reported.
+  A rank that dies aborts the whole job (PMIx tears the step down), so every node looks failed: when the job
+  fails, each node runs the check alone (`alone_step`) and mpi.start is judged from that run, naming the
+  nodes where MPI cannot start; if every node starts alone, the fault is between nodes (mpi.allreduce).
 
 Pure: steps are srun.Step records; the judgement reads srun.StepOutput.
 """
@@ -102,20 +105,43 @@ def parse_ranks(text: str) -> list[Rank]:
     return ranks
 
 
-def mpi_checks(step: Step, output: StepOutput, seconds: float) -> list[CheckResult]:
-    """mpi.start per node and mpi.allreduce for the cluster from one MPI step."""
+def alone_step(step: Step, node: str) -> Step:
+    """The same MPI check on one node only (to find where MPI cannot start)."""
+    return Step((node,), step.command, step.job_name, step.timeout_s, ntasks_per_node=step.ntasks_per_node,
+                extra=step.extra)
+
+
+def mpi_failed(step: Step, output: StepOutput) -> bool:
+    """Whether the job across the nodes missed a rank or got a wrong sum."""
+    ranks = [r for node in step.nodes for r in parse_ranks(output.texts.get(node, ""))]
+    expected = len(step.nodes) * step.ntasks_per_node
+    return len(ranks) != expected or any(r.errors or r.size != expected for r in ranks)
+
+
+def mpi_checks(step: Step, output: StepOutput, seconds: float,
+               alone: Mapping[str, StepOutput] | None = None) -> list[CheckResult]:
+    """mpi.start per node and mpi.allreduce for the cluster from the MPI job across the nodes, with mpi.start
+    judged from each node's run alone when there was one (after the job across the nodes failed)."""
     expected = len(step.nodes) * step.ntasks_per_node
     missing = output.missing(step.nodes)
     per_node, all_ranks = [], []
     for node in step.nodes:
         ranks = parse_ranks(output.texts.get(node, ""))
         all_ranks += ranks
-        per_node.append(_start_check(node, ranks, step.ntasks_per_node, expected, missing.get(node)))
-    return per_node + [_allreduce_check(step, all_ranks, expected, seconds, output)]
+        if alone is not None and node in alone:
+            single = alone[node]
+            per_node.append(_start_check(node, parse_ranks(single.texts.get(node, "")), step.ntasks_per_node,
+                                         step.ntasks_per_node, single.missing([node]).get(node), "alone"))
+        else:
+            per_node.append(_start_check(node, ranks, step.ntasks_per_node, expected, missing.get(node)))
+    started = [c.node for c in per_node if c.verdict == "pass"]
+    return per_node + [_allreduce_check(step, all_ranks, expected, seconds, output, started if alone else None)]
 
 
-def _start_check(node: str, ranks: list[Rank], per_node: int, expected: int, why: str | None) -> CheckResult:
-    base = dict(node=node, threshold=f"{per_node} ranks, correct sums", source="srun --mpi=pmix mpi-check")
+def _start_check(node: str, ranks: list[Rank], per_node: int, expected: int, why: str | None,
+                 where: str = "in the job across the nodes") -> CheckResult:
+    base = dict(node=node, threshold=f"{per_node} ranks, correct sums",
+                source="srun --mpi=pmix mpi-check" + (" alone on the node" if where == "alone" else ""))
     if len(ranks) < per_node:
         reason = why or "no rank line from this node"
         return CheckResult("mpi.start", "fail", **base, value=len(ranks), detail=f"MPI did not start here: {reason}"
@@ -128,16 +154,22 @@ def _start_check(node: str, ranks: list[Rank], per_node: int, expected: int, why
     return CheckResult("mpi.start", "pass", **base, value=len(ranks), unit="ranks")
 
 
-def _allreduce_check(step: Step, ranks: list[Rank], expected: int, seconds: float,
-                     output: StepOutput) -> CheckResult:
+def _allreduce_check(step: Step, ranks: list[Rank], expected: int, seconds: float, output: StepOutput,
+                     started_alone: list[str] | None) -> CheckResult:
     base = dict(unit="s", source="srun --mpi=pmix mpi-check (allreduce of known values, every element checked)",
                 threshold=f"{expected} ranks, 0 wrong elements")
     good = [r for r in ranks if not r.errors and r.size == expected]
     if len(good) != expected or len(ranks) != expected:
         reasons = [f"{n}: {r}" for n, r in output.errors.items()] + output.general
+        alone = ""
+        if started_alone is not None:
+            broken = [n for n in step.nodes if n not in started_alone]
+            alone = (f"; alone, MPI does not start on {', '.join(broken)}" if broken else
+                     "; every node starts MPI alone: the fault is between the nodes (network, firewall, "
+                     "MPI transport)")
         return CheckResult("mpi.allreduce", "fail", **base, value=round(seconds, 2),
                            detail=f"{len(good)} of {expected} ranks returned the right sums"
-                                  + (f" ({'; '.join(reasons[:3])})" if reasons else ""))
+                                  + (f" ({'; '.join(reasons[:3])})" if reasons else "") + alone)
     rank0 = min(ranks, key=lambda r: r.rank)
     rate = rank0.bytes / (rank0.large_ms / 1e3) / 1e9 if rank0.large_ms else 0.0
     return CheckResult("mpi.allreduce", "pass", **base, value=round(seconds, 2),

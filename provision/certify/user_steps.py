@@ -2,7 +2,7 @@
 of the nodes against their hardware, the whole-node jobs, the MPI job, and configuration consistency."""
 from __future__ import annotations
 
-from provision.certify import consistency, node_definition, user_jobs
+from provision.certify import consistency, node_definition, srun, user_jobs
 from provision.certify.fleet import Fleet
 from provision.certify.session import MPI_CHECK, Session, step
 from provision.certify.slurm_checks import parse_fields
@@ -47,7 +47,19 @@ def mpi(run: Session, fleet: Fleet, answered: list[str]) -> None:
     one = user_jobs.mpi_step(answered, per_node, MPI_CHECK, run.job("mpi"))
     run.progress(f"MPI job: {len(answered) * per_node} ranks on {len(answered)} nodes (srun --mpi=pmix)")
     output, _, seconds = step(run, fleet, one)
-    run.checks += user_jobs.mpi_checks(one, output, seconds)
+    alone = None
+    if user_jobs.mpi_failed(one, output):
+        run.progress("MPI job failed: running it on each node alone to find where MPI cannot start")
+        alone = _each_alone(run, fleet, one)
+    run.checks += user_jobs.mpi_checks(one, output, seconds, alone)
+
+
+def _each_alone(run: Session, fleet: Fleet, one: srun.Step) -> dict[str, srun.StepOutput]:
+    """The MPI check on each node by itself, all at once (each node submits its own one-node job)."""
+    singles = {node: user_jobs.alone_step(one, node) for node in one.nodes if fleet.reachable(node)}
+    outcomes = fleet.run_many({node: s.shell() for node, s in singles.items()},
+                              timeout=one.timeout_s + srun.KILL_AFTER_S + 15)
+    return {node: srun.parse(o.rc, o.stdout, o.stderr) for node, o in outcomes.items()}
 
 
 def configuration(run: Session) -> None:

@@ -16,6 +16,7 @@ import pytest
 
 from conftest import provision
 from provision.certify.report import json_report
+from provision.hostlist import expand as hostlist_expand
 from provision.providers import cluster_state
 from provision.providers.sandbox import faults
 from provision.spec import load_spec
@@ -91,13 +92,18 @@ def test_quick_passes_five_runs_in_a_row_with_gpu_checks_not_applicable(slurm_cl
                   if c["verdict"] in ("fail", "warn")]
         assert rc == 0 and doc["verdict"] == "pass" and alarms == [], f"run {attempt + 1}: {alarms}"
         assert durations[-1] < QUICK_LIMIT_S
-        gpu = [c for c in checks(doc) if c["check"].startswith(("gpu.", "nccl.")) or c["check"] == "slurm.gres"]
+        gpu = [c for c in checks(doc) if c["check"].startswith(("gpu.", "nccl.", "slurm.gres"))]
         assert gpu and all(c["verdict"] == "na" for c in gpu)
         jsonschema.validate(doc, json_report.schema())
     matrix = doc["network"]
     assert matrix["tool"] == "iperf3" and matrix["nodes"] == [n.name for n in slurm_cluster.info.nodes]
     links = [v for row in matrix["values"] for v in row if v is not None]
     assert len(links) == len(matrix["nodes"]) * (len(matrix["nodes"]) - 1)
+    users = {c["check"] for c in checks(doc) if c["check"].startswith(("mpi.", "config.", "slurm.node_"))}
+    assert users == {"mpi.start", "mpi.allreduce", "config.files", "config.packages", "slurm.node_definition",
+                     "slurm.node_resources", "slurm.node_state"}
+    mpi = next(c for c in doc["checks"] if c["check"] == "mpi.allreduce")
+    report(capsys, f"MPI job: {mpi['detail']}")
     report(capsys, f"quick on {len(matrix['nodes'])} nodes, 5 runs: {', '.join(f'{d:.1f}' for d in durations)} s; "
            f"iperf3 links (paced 1 Gb/s) min {min(links):.3f} median {statistics.median(links):.3f} "
            f"max {max(links):.3f} Gb/s")
@@ -190,4 +196,70 @@ def test_unreachable_node_fails_on_that_node_and_drain_failed_drains_it(slurm_cl
     assert reachable["verdict"] == "fail" and "cannot reach the node" in reachable["detail"]
     state, _, why = reason.partition("|")
     assert state.startswith("drain") and why.startswith("certify: ") and "node.reachable" in why
+    assert_passes_again(slurm_cluster)
+
+
+def test_a_node_whose_slurm_conf_differs_from_the_controllers_fails_config_files(slurm_cluster):
+    victim = "node01"
+    slurm_cluster.ssh(victim, "echo '# edited by hand' >> /etc/slurm/slurm.conf")
+    try:
+        rc, doc = certify(slurm_cluster)
+    finally:
+        slurm_cluster.ssh(victim, "sed -i '$d' /etc/slurm/slurm.conf")
+    assert rc == 1 and failed_nodes(doc) == {victim}
+    assert (victim, "config.files") in failed(doc)
+    files = next(c for c in checks(doc, victim) if c["check"] == "config.files")
+    assert "/etc/slurm/slurm.conf differs" in files["detail"]
+    assert_passes_again(slurm_cluster)
+
+
+def _split_node_line(conf: str, victim: str, memory: int) -> str:
+    """slurm.conf with the victim on a NodeName line of its own that claims `memory` MiB."""
+    line = next(entry for entry in conf.splitlines() if entry.startswith("NodeName="))
+    names, _, rest = line.removeprefix("NodeName=").partition(" ")
+    others = [n for n in hostlist_expand(names) if n != victim]
+    claim = rest.replace(f"RealMemory={rest.split('RealMemory=')[1].split()[0]}", f"RealMemory={memory}")
+    return conf.replace(line, f"NodeName={','.join(others)} {rest}\nNodeName={victim} {claim}")
+
+
+def test_a_node_defined_with_more_memory_than_it_has_fails_its_node_definition(slurm_cluster):
+    victim, ctl = "store01", slurm_cluster.controller
+    real = int(slurm_cluster.ssh(victim, "slurmd -C").stdout.split("RealMemory=")[1].split()[0])
+    original = slurm_cluster.ssh(ctl, "cat /etc/slurm/slurm.conf").stdout
+    every = [n.name for n in slurm_cluster.info.nodes]
+
+    def install(conf: str) -> None:
+        for node in every:
+            slurm_cluster.ssh(node, "cat > /etc/slurm/slurm.conf", input=conf)
+        slurm_cluster.ssh(ctl, "scontrol reconfigure")
+
+    install(_split_node_line(original, victim, real + 4096))
+    try:
+        time.sleep(3)  # slurmd re-registers and slurmctld compares
+        rc, doc = certify(slurm_cluster)
+    finally:
+        install(original)
+        slurm_cluster.ssh(ctl, f"scontrol update nodename={victim} state=resume", check=False)
+    assert rc == 1 and failed_nodes(doc) == {victim}
+    definition = next(c for c in checks(doc, victim) if c["check"] == "slurm.node_definition")
+    assert definition["verdict"] == "fail"
+    assert f"claims RealMemory={real + 4096} MiB; the node has {real} MiB" in definition["detail"]
+    assert all(c["verdict"] == "pass" for c in checks(doc) if c["check"] == "config.files")  # same file everywhere
+    assert_passes_again(slurm_cluster)
+
+
+def test_a_node_where_mpi_cannot_start_fails_mpi_on_that_node(slurm_cluster):
+    victim = "store02"
+    library = "/usr/lib/x86_64-linux-gnu/libmpi.so.40"
+    slurm_cluster.ssh(victim, f"mv {library} /root/libmpi.so.40.moved")
+    try:
+        rc, doc = certify(slurm_cluster)
+    finally:
+        slurm_cluster.ssh(victim, f"mv /root/libmpi.so.40.moved {library}")
+    assert rc == 1 and failed_nodes(doc) == {victim}
+    assert {(victim, "mpi.start"), (None, "mpi.allreduce")} <= failed(doc)
+    start = {c["node"]: c["verdict"] for c in checks(doc) if c["check"] == "mpi.start"}
+    assert start == {**{n: "pass" for n in slurm_cluster.compute}, victim: "fail"}
+    allreduce = next(c for c in doc["checks"] if c["check"] == "mpi.allreduce")
+    assert f"alone, MPI does not start on {victim}" in allreduce["detail"]
     assert_passes_again(slurm_cluster)

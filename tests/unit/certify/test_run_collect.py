@@ -126,15 +126,18 @@ class FakeSandbox(Fleet):
 
 
     def _mpi(self, name, nodes):
-        out, err, size = [], [], 2 * len(nodes)
+        """A rank that cannot start aborts the whole step (PMIx): its node exits 127, the others are cancelled."""
+        broken = [n for n in nodes if n in self.faults.get("mpi_broken", ())]
+        if broken:
+            err = [f"srun: error: {n}: tasks {2 * i}-{2 * i + 1}: " + ("Exited with exit code 127" if n in broken
+                                                                         else "Killed") for i, n in enumerate(nodes)]
+            return Outcome(name, 1, "", "\n".join(err) + "\n")
+        out, size = [], 2 * len(nodes)
         for index, node in enumerate(nodes):
-            if node in self.faults.get("mpi_broken", ()):
-                err.append(f"srun: error: {node}: tasks {2 * index}-{2 * index + 1}: Exited with exit code 127")
-                continue
             for rank in (2 * index, 2 * index + 1):
                 out += [f"{rank}: {NODE_MARK}{node}", f"{rank}: mpi rank={rank} size={size} host={node} errors=0 "
                                                       "small_us=41.0 large_ms=12.500 bytes=8388608"]
-        return Outcome(name, 1 if err else 0, "\n".join(out) + "\n", "\n".join(err) + "\n")
+        return Outcome(name, 0, "\n".join(out) + "\n")
 
 
 @pytest.fixture
@@ -212,6 +215,11 @@ def test_user_job_faults_fail_on_their_node(sandbox, fault, node, checks, cluste
     failed = next(c for c in report.all_checks() if c.node == node and c.check in checks)
     assert {"conf_drift": "/etc/slurm/slurm.conf differs", "mem_claim": "claims RealMemory=48000 MiB; the node "
             "has 24105 MiB", "mpi_broken": "Exited with exit code 127"}[fault] in failed.detail
+    if fault == "mpi_broken":  # the job across the nodes failed everywhere; each node alone names the culprit
+        cluster = next(c for c in report.checks if c.check == "mpi.allreduce")
+        assert cluster.detail.endswith("alone, MPI does not start on store02")
+        alone = [c for n, c in sandbox.log if " srun " in c and n != "ctl01"]
+        assert sorted(n for n, c in sandbox.log if c in alone) == ["node01", "store01", "store02"]
 
 
 def test_a_package_version_two_nodes_of_a_group_disagree_on_names_both(sandbox):

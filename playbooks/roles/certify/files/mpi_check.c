@@ -1,6 +1,6 @@
 /* gpu-provision certify: an MPI job shaped like a user's, started with `srun --mpi=pmix`.
  *
- * Every rank contributes known values to two allreduces (one integer, then a vector of MPI_CHECK_COUNT
+ * Every rank contributes known values to allreduces (one integer, then a vector of MPI_CHECK_COUNT
  * 64-bit integers) and checks every element of the result, so a wrong sum anywhere is caught. Each rank
  * prints one line:
  *   mpi rank=R size=N host=H errors=E small_us=T1 large_ms=T2 bytes=B
@@ -26,11 +26,13 @@ int main(int argc, char **argv) {
     const int64_t ranks_sum = (int64_t)size * (size + 1) / 2;
 
     int64_t mine = rank + 1, total = 0;
+    MPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD); /* wires up the connections */
+    long errors = total != ranks_sum;
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     MPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
     double small_us = (MPI_Wtime() - t0) * 1e6;
-    long errors = total != ranks_sum;
+    errors += total != ranks_sum;
 
     int64_t *in = malloc(sizeof(int64_t) * MPI_CHECK_COUNT), *out = malloc(sizeof(int64_t) * MPI_CHECK_COUNT);
     if (!in || !out) {

@@ -1,0 +1,97 @@
+"""Golden files for the slurm role's cluster-wide files (slurm.conf, gres.conf, cgroup.conf), rendered by real
+Ansible templating from node entries that provision.slurm_layout builds out of recorded hardware."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from provision import slurm_layout
+from provision.hardware import NodeHardware
+from provision.records import ClusterInfo, NodeInfo
+
+REPO = Path(__file__).resolve().parents[3]
+GOLDEN = Path(__file__).parent / "golden" / "slurm"
+ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
+FILES = ("slurm.conf", "gres.conf", "cgroup.conf")
+
+PLAYBOOK = """\
+- name: Render the slurm role's cluster-wide files
+  hosts: localhost
+  gather_facts: false
+  vars_files: [{defaults}]
+  tasks:
+    - name: Render each template
+      ansible.builtin.template:
+        src: "{roles}/slurm/templates/{{{{ item }}}}.j2"
+        dest: "{out}/{{{{ item }}}}"
+        mode: "0644"
+      loop: {files}
+"""
+
+
+def _node(name: str, group: str, gpu: tuple[str, int] | None = None, partition: str | None = None, **extra) -> NodeInfo:
+    return NodeInfo(name=name, group=group, roles=("compute",), partition=partition or group,
+                    gpu_model=gpu[0] if gpu else None, gpu_count=gpu[1] if gpu else 0, **extra)
+
+
+SANDBOX_HW = NodeHardware(2, 1, 1, 2, 1, 24105)
+HGX_HW = NodeHardware(192, 1, 2, 48, 2, 2_063_000)
+L40S_HW = NodeHardware(64, 1, 1, 32, 2, 515_000)
+
+CASES = {
+    # the sandbox: 3 identical nodes from recorded hardware, no cgroup, stand-in GPUs would use File= lines
+    "sandbox": ([_node(f"compute0{i}", "compute", partition="batch", default_partition=True) for i in (1, 2, 3)],
+                {f"compute0{i}": SANDBOX_HW for i in (1, 2, 3)},
+                {"provision_sandbox": True, "slurm_cgroup_enabled": False, "_slurm_autodetect_nvml": False}),
+    # two GPU groups in their own partitions, NVML autodetection, one node whose hardware is not recorded yet and
+    # one whose spec caps its CPUs (the topology is then left out: Slurm derives it from CPUs)
+    "hgx-l40s": ([_node(f"gpu0{i}", "hgx", ("H100-SXM", 8)) for i in (1, 2, 3)]
+                 + [_node("l40s01", "l40s", ("L40S", 4)), _node("l40s02", "l40s", ("L40S", 4), cpus=32)]
+                 + [_node("l40s03", "l40s", ("L40S", 4))],
+                 {"gpu01": HGX_HW, "gpu02": HGX_HW, "gpu03": HGX_HW, "l40s01": L40S_HW, "l40s02": L40S_HW},
+                 {"provision_sandbox": False, "slurm_cgroup_enabled": True, "_slurm_autodetect_nvml": True}),
+    # explicit device files (no NVML plugin): one GPU gives /dev/nvidia0, eight /dev/nvidia[0-7]
+    "gres-files": ([_node("one01", "one", ("L4", 1)), _node("eight01", "eight", ("H100-SXM", 8))],
+                   {"one01": SANDBOX_HW, "eight01": HGX_HW},
+                   {"provision_sandbox": False, "slurm_cgroup_enabled": True, "_slurm_autodetect_nvml": False}),
+}
+
+
+def _render(tmp_path: Path, case: str) -> dict[str, str]:
+    nodes, hardware, switches = CASES[case]
+    cluster = ClusterInfo(name="golden", provider="static",
+                          nodes=(NodeInfo(name="ctl01", group="ctl", roles=("controller",)), *nodes))
+    out = tmp_path / "out"
+    out.mkdir()
+    variables = {"cluster_name": "golden", "slurm_controller_host": "ctl01", "slurm_accounting_enabled": True,
+                 "slurm_nodes": slurm_layout.node_entries(cluster, hardware),
+                 "slurm_partitions": slurm_layout.partition_entries(cluster, hardware), **switches}
+    inventory = {"all": {"hosts": {"localhost": {"ansible_connection": "local",
+                                                 "ansible_python_interpreter": sys.executable},
+                                   "ctl01": {"ansible_host": "10.0.0.10"}}}}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    defaults = REPO / "playbooks/roles/slurm/defaults/main.yml"
+    (tmp_path / "play.yml").write_text(PLAYBOOK.format(defaults=defaults, roles=REPO / "playbooks/roles", out=out,
+                                                       files=json.dumps(list(FILES))))
+    env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_MANAGED": "Ansible managed (golden)"}
+    (tmp_path / "vars.json").write_text(json.dumps(variables))  # extra vars: above the role defaults, as in a play
+    result = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"),
+                             "-e", f"@{tmp_path / 'vars.json'}"], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:]
+    return {name: (out / name).read_text() for name in FILES}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_cluster_wide_files_match_golden_files(tmp_path, case):
+    rendered = _render(tmp_path, case)
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        (GOLDEN / case).mkdir(parents=True, exist_ok=True)
+        for name, text in rendered.items():
+            (GOLDEN / case / name).write_text(text)
+    assert rendered == {name: (GOLDEN / case / name).read_text() for name in FILES}
