@@ -5,8 +5,8 @@
   (CUDA_VISIBLE_DEVICES, and `nvidia-smi -L` where it exists).
 - slurm.gres_single: one srun asking each GPU node for one GPU (`--gres=gpu:1`); the task must see exactly
   one (the device isolation a shared node relies on).
-- nccl.node_busbw (standard and full): one srun, one task per GPU node with all its GPUs
-  (`all_reduce_perf -g <gpus>`): NVLink/PCIe within each node, all nodes at once.
+- nccl.node_busbw (standard and full): one srun per GPU count, one task per GPU node with all its GPUs
+  (`all_reduce_perf -g <gpus>`): NVLink/PCIe within each node, all nodes of a size at once.
 - nccl.cluster_busbw: one rank per GPU across every GPU node (`--mpi=pmix`, `-g 1`); NCCL_ALGO=RING for
   two nodes, where tree inflates busbw.
 Without GPU nodes these checks are n/a; the commands and parsers are exercised with recorded outputs.
@@ -82,6 +82,15 @@ def node_nccl_step(nodes: Sequence[str], gpus: int, level: str, job_name: str,
                    binary: str = NCCL_TESTS_BIN) -> Step:
     """One task per node driving all its GPUs (single-process all_reduce_perf)."""
     return Step(tuple(nodes), _sweep(binary, level, gpus), job_name, NCCL_TIMEOUT_S[level], gres=f"gpu:{gpus}")
+
+
+def node_nccl_steps(nodes: Sequence[NodeInfo], level: str, job_name: str,
+                    binary: str = NCCL_TESTS_BIN) -> list[Step]:
+    """One node step per GPU count, so each node drives every one of its GPUs in a mixed cluster."""
+    buckets: dict[int, list[str]] = defaultdict(list)
+    for node in nodes:
+        buckets[node.gpu_count].append(node.name)
+    return [node_nccl_step(names, count, level, job_name, binary) for count, names in buckets.items()]
 
 
 def node_nccl_jobs(output: StepOutput, nodes: Sequence[str]) -> list[NcclJob]:

@@ -313,11 +313,11 @@ def _gpu_jobs(run: Session, fleet: Fleet, answered: list[str]) -> None:
     run.checks += gpu_jobs.gres_checks(single, output, "slurm.gres_single")
     if level == "quick":
         return
-    gpus = min(n.gpu_count for n in gpu_nodes)
     run.progress(f"nccl-tests all_reduce_perf on {len(names)} nodes")
-    output, _, _ = step(run, fleet, gpu_jobs.node_nccl_step(names, gpus, level, run.job("nccl-node"),
-                                                              run.options.nccl_tests))
-    run.nccl += gpu_jobs.node_nccl_jobs(output, names)
+    for one in gpu_jobs.node_nccl_steps(gpu_nodes, level, run.job("nccl-node"), run.options.nccl_tests):
+        output, _, _ = step(run, fleet, one)
+        run.nccl += gpu_jobs.node_nccl_jobs(output, list(one.nodes))
+    gpus = min(n.gpu_count for n in gpu_nodes)  # one rank per GPU: every node takes the same number of ranks
     if len(names) >= 2:
         output, outcome, _ = step(run, fleet, gpu_jobs.cluster_nccl_step(names, gpus, level, run.job("nccl-all"),
                                                                            run.options.nccl_tests))

@@ -25,7 +25,9 @@ def parse_facts(text: str) -> dict[str, str]:
 def judge(node: NodeInfo, facts: dict[str, str], sandbox: bool = False) -> list[Check]:
     """Every fact-based check for one node (a sandbox node's GPUs are stand-in device files, not PCI devices)."""
     gpus = _sandbox_gpus(node, facts) if sandbox else _gpus(node, facts)
-    return [_privilege(facts), _os(facts), _headers(node, facts), _disk(facts, "/", "disk_root_kb", "disk_root"),
+    builds_driver = bool(node.gpu_count) and not sandbox  # the driver roles skip stand-in GPUs
+    return [_privilege(facts), _os(facts), _headers(facts, builds_driver),
+            _disk(facts, "/", "disk_root_kb", "disk_root"),
             _disk(facts, "/var", "disk_var_kb", "disk_var"), _python(facts), _resources(node, facts), gpus,
             _fabric(node, facts), _hostname(facts)]
 
@@ -44,12 +46,12 @@ def _os(facts: dict) -> Check:
     return Check("os", "fail", f"{shown} is not supported; use Debian 12, Ubuntu 22.04 or 24.04")
 
 
-def _headers(node: NodeInfo, facts: dict) -> Check:
+def _headers(facts: dict, builds_driver: bool) -> Check:
     kernel, state = facts.get("kernel", "?"), facts.get("headers", "missing")
     if state in ("installed", "installable"):
         return Check("kernel_headers", "pass", f"{kernel}: headers {state}")
     detail = f"{kernel}: no linux-headers-{kernel} installed or available"
-    if node.gpu_count:
+    if builds_driver:
         return Check("kernel_headers", "fail", f"{detail}; the NVIDIA driver cannot be built for the running kernel")
     return Check("kernel_headers", "warn", f"{detail} (only GPU nodes need them)")
 

@@ -55,6 +55,12 @@ def test_single_gpu_check_fails_a_node_whose_job_sees_every_gpu():
     assert checks["g2"].verdict == "fail" and "nvidia-smi lists 8" in checks["g2"].detail
 
 
+def test_node_nccl_steps_drive_every_gpu_of_each_size_of_node():
+    steps = gpu_jobs.node_nccl_steps([_gpu("g1", 8), _gpu("g2", 8), _gpu("l1", 4)], "standard", "j")
+    assert {(one.nodes, one.gres) for one in steps} == {(("g1", "g2"), "gpu:8"), (("l1",), "gpu:4")}
+    assert all(shlex.split(one.shell())[-1].endswith(f"-g {one.gres[-1]}") for one in steps)
+
+
 def test_node_nccl_step_drives_all_gpus_of_each_node_in_one_task():
     argv = shlex.split(gpu_jobs.node_nccl_step(["g1", "g2"], 8, "standard", "j").shell())
     assert "--gres=gpu:8" in argv and "--ntasks-per-node=1" in argv

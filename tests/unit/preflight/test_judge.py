@@ -71,3 +71,10 @@ def test_sandbox_gpus_are_the_stand_in_device_files(node, files, verdict, detail
     facts = parse_facts(HEALTHY.replace("gpu_device_files=0", f"gpu_device_files={files}"))
     check = next(c for c in judge(node, facts, sandbox=True) if c.id == "gpus")
     assert check.verdict == verdict and detail in check.detail
+
+
+def test_a_sandbox_gpu_node_needs_no_kernel_headers_it_builds_no_driver():
+    facts = parse_facts(HEALTHY.replace("headers=installable", "headers=missing").replace("gpu_device_files=0",
+                                                                                        "gpu_device_files=2"))
+    verdicts = {c.id: c.verdict for c in judge(GPU, facts, sandbox=True)}
+    assert verdicts["kernel_headers"] == "warn" and verdicts["gpus"] == "pass"
