@@ -56,10 +56,11 @@ CASES = {
                  + [_node("l40s03", "l40s", ("L40S", 4))],
                  {"gpu01": HGX_HW, "gpu02": HGX_HW, "gpu03": HGX_HW, "l40s01": L40S_HW, "l40s02": L40S_HW},
                  {"provision_sandbox": False, "slurm_cgroup_enabled": True, "_slurm_autodetect_nvml": True}),
-    # explicit device files (no NVML plugin): one GPU gives /dev/nvidia0, eight /dev/nvidia[0-7]
+    # explicit device files (no NVML plugin), and no accounting: slurmctld would refuse AccountingStorageTRES then
     "gres-files": ([_node("one01", "one", ("L4", 1)), _node("eight01", "eight", ("H100-SXM", 8))],
                    {"one01": SANDBOX_HW, "eight01": HGX_HW},
-                   {"provision_sandbox": False, "slurm_cgroup_enabled": True, "_slurm_autodetect_nvml": False}),
+                   {"provision_sandbox": False, "slurm_cgroup_enabled": True, "_slurm_autodetect_nvml": False,
+                    "slurm_accounting_enabled": False}),
 }
 
 
