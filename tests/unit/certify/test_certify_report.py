@@ -160,6 +160,7 @@ def test_action_is_serialised_validated_and_shown():
     assert document["schema_version"] == "1.1"
     case = next(c for c in ET.fromstring(junit.render(report)).iter("testcase") if c.get("name") == "gpu.xid")
     assert "action reboot" in case.find("failure").text
+    assert "<td>reboot</td>" in html.render(report)
     checks[-1]["action"] = "Reboot now!"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(document, json_report.schema())
