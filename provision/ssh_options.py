@@ -21,8 +21,9 @@ _USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 
 
 def option_path(path: Path) -> str:
-    """A path as ssh takes it in an -o option: absolute and free of characters ssh or a shell would expand."""
-    text = str(path)
+    """A path as ssh takes it in an -o option: absolute (a relative one is taken from here) and free of characters
+    ssh or a shell would expand."""
+    text = str(path if path.is_absolute() or str(path).startswith("~") else path.absolute())
     if not _OPTION_PATH.fullmatch(text):
         raise StateError(f"{clip(text)} cannot be passed to ssh safely (it must be absolute, of letters, digits and "
                          ". _ / + @ , = : -)", hint="use a state directory (and key path) without spaces, quotes, "

@@ -47,17 +47,22 @@ def _finding(error: dict, data: dict, lines: Lines) -> Finding:
 
 
 def _data_loc(loc: tuple, data: dict) -> tuple:
-    """Drop the discriminator tags pydantic inserts (provider.sandbox.subnet -> provider.subnet)."""
+    """Drop the tags pydantic inserts: the provider discriminator (provider.sandbox.subnet -> provider.subnet) and
+    union members (addresses.str, addresses.list[str]), which are never keys of the data."""
     out: list = []
     node = data
     for part in loc:
-        if isinstance(node, dict) and isinstance(part, str) and part not in node and part in ("sandbox", "static", "aws") \
-                and out and out[-1] == "provider":
+        absent = isinstance(part, str) and not (isinstance(node, dict) and part in node)
+        if absent and (part in ("sandbox", "static", "aws") and out and out[-1] == "provider" or part in _TYPE_TAGS
+                       or "[" in part):
             continue
         out.append(part)
         node = node.get(part) if isinstance(node, dict) else (
             node[part] if isinstance(node, list) and isinstance(part, int) and part < len(node) else None)
     return tuple(out)
+
+
+_TYPE_TAGS = ("str", "int", "bool", "float", "list", "dict")
 
 
 def nearest_line(loc: tuple, lines: Lines) -> int | None:

@@ -25,3 +25,38 @@ def test_bad_expression_is_a_spec_error():
 def test_compress_then_expand_gives_the_same_names(pairs):
     names = [f"{prefix}{number:04d}" for prefix, number in pairs]
     assert sorted(hostlist.expand(hostlist.compress(names))) == sorted(set(names))
+
+
+def test_a_huge_expression_is_sized_before_anything_is_expanded():
+    assert hostlist.count("gpu[1-10000000]") == 10_000_000
+    with pytest.raises(SpecError, match=r"'gpu\[1-10000000\]' stands for 10000000 names; at most 10000 are allowed"):
+        hostlist.expand("gpu[1-10000000]")
+    with pytest.raises(SpecError, match="stands for 1000000000000 names"):
+        hostlist.expand("a[1-1000000]b[1-1000000]")
+
+
+@pytest.mark.parametrize("expression, why", [
+    ("@all", "only letters, digits"),  # a ClusterShell group would consult groups.conf (and its commands)
+    ("a[1-3]!a2", "only letters, digits"),
+    ("a b", "only letters, digits"),
+    ("a]1-9[", "unbalanced or nested brackets"),
+    ("a[1-[2]]", "unbalanced or nested brackets"),
+    ("a[3-1]", "'3-1' is an empty range"),
+    ("a[" + "9" * 5000 + "]", "characters long"),
+])
+def test_expressions_outside_the_plain_syntax_are_refused(expression, why):
+    with pytest.raises(SpecError, match=why.replace("[", r"\[")):
+        hostlist.expand(expression)
+
+
+@given(st.from_regex(r"[a-z0-9\-\[\],.]{0,40}", fullmatch=True))
+def test_any_expression_is_sized_quickly_and_expands_to_at_most_its_size(expression):
+    try:
+        size = hostlist.count(expression)
+    except hostlist.HostlistError:
+        return
+    try:
+        names = hostlist.expand(expression, limit=5_000)
+    except SpecError:
+        return
+    assert len(names) <= size <= 5_000
