@@ -1,4 +1,4 @@
-"""Run the real CLI in this process: exit code, stdout and stderr; anything it does not handle escapes as a traceback."""
+"""Run the real CLI in this process: exit code, stdout, stderr; an exception it does not handle escapes as is."""
 from __future__ import annotations
 
 import io

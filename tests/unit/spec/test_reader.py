@@ -247,3 +247,19 @@ def test_not_utf8_and_nul_path(tmp_path):
         validate_file(path)
     code, err = cli("validate", "bad\0name.yaml")
     assert code == 2 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", ["../../etc", "Demo", "demo\nx", "x" * 40, "[/x]"])
+def test_init_checks_the_name_like_the_spec_and_writes_nothing(tmp_path, name):
+    target = tmp_path / "cluster.yaml"
+    code, err = cli("init", "--name", name, "-o", str(target))
+    assert code == 2 and not target.exists()
+    _one_error_line(err, "is not a cluster name; use lower-case letters, digits and '-'")
+
+
+def test_init_refuses_a_fifo_as_output(tmp_path):
+    fifo = tmp_path / "out.yaml"
+    os.mkfifo(fifo)
+    code, err = cli("init", "-o", str(fifo), "--force", limit_s=2)
+    assert code == 2
+    _one_error_line(err, "is not a regular file")
