@@ -37,8 +37,10 @@ def preflight(spec: ClusterSpec, cluster: ClusterInfo | None = None, accept_new_
               concurrency: int = DEFAULT_CONCURRENCY) -> PreflightReport:
     """Check every node over SSH and record what hardware each one has (Slurm's node definitions use it)."""
     cluster = cluster or current_cluster(spec)
-    report = run_preflight(cluster, accept_new_host_keys, concurrency)
-    hardware.record(get_provider(spec).state, report.hardware())
+    state = get_provider(spec).state
+    with cluster_lock(state, "preflight"):  # it records the nodes' hardware in the cluster's state
+        report = run_preflight(cluster, accept_new_host_keys, concurrency)
+        hardware.record(state, report.hardware())
     return report
 
 

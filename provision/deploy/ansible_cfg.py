@@ -48,6 +48,7 @@ def write_ansible_cfg(state: ClusterState, host_count: int) -> Path:
     text = environment().get_template("ansible/ansible.cfg.j2").render(
         cluster_name=state.cluster,
         roles_path=str(playbooks_dir() / "roles"),
+        callback_plugins=str(playbooks_dir() / "callback_plugins"),
         forks=max(5, min(host_count, 100)),
         fact_cache=str(state.path / "facts"),
         control_path_dir=str(cp_dir),

@@ -1,8 +1,10 @@
 """Deploy: render inventory and ansible.cfg, run site.yml, keep per-run artifacts and the failed hosts."""
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from provision import inventory
 from provision.adaptors.ansible import PlaybookRun, run_playbook
@@ -20,6 +22,7 @@ from provision.spec.model import ClusterSpec
 from provision.state import ClusterState
 
 SITE_PLAYBOOK = "site.yml"
+WOULD_RUN_FILE = "would_run.jsonl"  # written by playbooks/callback_plugins/gpu_provision_would_run.py
 
 
 @dataclass
@@ -44,6 +47,16 @@ def _limit(state: ClusterState, options: DeployOptions) -> str | None:
     return ",".join(failed)
 
 
+def _read_would_run(path: Path) -> list[tuple[str, str]]:
+    """(host, task) of every command check mode skipped because it would have run (the callback's file)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    records = [json.loads(line) for line in lines if line.strip()]
+    return [(r["host"], r["task"]) for r in records]
+
+
 def _run_dir_name(options: DeployOptions) -> str:
     """A sortable, unique name for a run's artifacts directory."""
     mode = "check" if options.check else ("retry" if options.retry_failed else "deploy")
@@ -65,8 +78,10 @@ def _deploy(spec: ClusterSpec, cluster: ClusterInfo, state: ClusterState, option
     secrets.ensure_secrets(state)
     ensure_hardware(state, cluster)
     inventory.write(spec, cluster, state.inventory_dir)
+    private_dir = state.runs_dir / _run_dir_name(options)
+    would_run = private_dir / WOULD_RUN_FILE
     run = PlaybookRun(
-        private_data_dir=state.runs_dir / _run_dir_name(options),
+        private_data_dir=private_dir,
         project_dir=playbooks_dir(),
         playbook=options.playbook,
         inventory=state.inventory_dir,
@@ -74,9 +89,12 @@ def _deploy(spec: ClusterSpec, cluster: ClusterInfo, state: ClusterState, option
         limit=limit,
         tags=options.tags,
         check=options.check,
+        extra_env={"GPU_PROVISION_WOULD_RUN_FILE": str(would_run)} if options.check else {},
     )
     tracker = EventTracker(on_update)
     outcome = run_playbook(run, tracker)
+    if options.check:
+        tracker.would_run(_read_would_run(would_run))
     result = DeployResult(hosts=tracker.results(), artifacts_dir=outcome.artifacts_dir, rc=outcome.rc,
                           check_mode=options.check, cancelled=outcome.cancelled)
     if not options.check:

@@ -82,6 +82,13 @@ class EventTracker:
             for host, count in (data.get(stat) or {}).items():
                 setattr(self._host(host), attr, count)
 
+    def would_run(self, tasks: list[tuple[str, str]]) -> None:
+        """Check mode: command tasks skipped because they would have run count as tasks that would change."""
+        for host, task in tasks:
+            found = self._host(host)
+            if task not in found.changed_tasks:
+                found.changed_tasks.append(task)
+
     def results(self) -> list[HostResult]:
         """Per-host results sorted by name."""
         return [self.hosts[name] for name in sorted(self.hosts)]

@@ -26,7 +26,7 @@ class HostResult:
             return "unreachable"
         if self.failed:
             return "failed"
-        return "changed" if self.changed else "ok"
+        return "changed" if self.changed or self.changed_tasks else "ok"
 
 
 @dataclass
@@ -46,8 +46,8 @@ class DeployResult:
 
     @property
     def changed_hosts(self) -> list[str]:
-        """Hosts where a task changed something (in check mode: would change it)."""
-        return [h.host for h in self.hosts if h.changed]
+        """Hosts where a task changed something (in check mode: would change it, commands included)."""
+        return [h.host for h in self.hosts if h.changed or h.changed_tasks]
 
     @property
     def ok(self) -> bool:

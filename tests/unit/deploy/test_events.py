@@ -1,7 +1,10 @@
 """The event tracker: per-host recap, first failing task and message, check-mode changes."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from provision.deploy.events import EventTracker, failure_message
+from provision.deploy.records import DeployResult
 
 
 def _ev(kind: str, **data) -> dict:
@@ -57,3 +60,14 @@ def test_progress_callback_sees_each_task():
     tracker(_ev("playbook_on_task_start", task="B"))
     tracker(_ev("verbose"))
     assert seen == ["A", "B"]
+
+
+def test_commands_check_mode_skipped_because_they_would_run_count_as_changes():
+    tracker = EventTracker()
+    tracker({"event": "runner_on_ok", "event_data": {"host": "n1", "task": "Render slurm.conf", "res": {"changed": True}}})
+    tracker.would_run([("n2", "Create the volume"), ("n2", "Create the volume"), ("n1", "Start the volume")])
+    by_host = {h.host: h for h in tracker.results()}
+    assert by_host["n1"].changed_tasks == ["Render slurm.conf", "Start the volume"]
+    assert by_host["n2"].changed_tasks == ["Create the volume"] and by_host["n2"].status == "changed"
+    result = DeployResult(hosts=tracker.results(), artifacts_dir=Path("/tmp"), rc=0, check_mode=True)
+    assert result.changed_hosts == ["n1", "n2"]

@@ -113,7 +113,7 @@ CASES = [
     ("unknown GPU model, nothing close",
      _set("node_groups.1.gpu.model", "Voodoo5"),
      "error: node_groups[1].gpu.model: 'Voodoo5' is not a known GPU model; use one of H100-SXM, H100-PCIe, "
-     "H200-SXM, A100-SXM-80GB, A100-SXM-40GB, A100-PCIe, L40S, L4, A10G"),
+     "H100-NVL, H200-SXM, A100-SXM-80GB, A100-SXM-40GB, A100-PCIe, A30, L40S, L40, L4, A10G, B200, B300, GB200"),
     ("driver branch too old for the GPU",
      lambda d: (_set("node_groups.1.gpu.model", "H200-SXM")(d),
                 d.update(software={"nvidia_driver": {"branch": 535}, "cuda": {"versions": ["12.2"]},
