@@ -1,7 +1,7 @@
 """The aws provider: EC2 GPU instances with EFA in a cluster placement group, optionally FSx for Lustre.
 
 The Provider interface is implemented here; the work is split by concept: validation (spec only),
-environment (read-only API checks), network, security, placement, fsx, instances, create (up),
+environment (read-only API checks; what they learn in facts, the vCPU quota in quota), network, security, placement, fsx, instances, create (up),
 teardown and audit (down), plan and prices. All AWS calls go through provision.adaptors.aws.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from provision.adaptors.aws import Aws
 from provision.providers.aws import create as up
 from provision.providers.aws import environment, instances, nodes, plan, teardown, validation
-from provision.providers.aws.environment import Facts
+from provision.providers.aws.facts import Facts
 from provision.providers.aws.ledger import Ledger
 from provision.providers.base import Plan, Progress, Provider, Teardown, silent
 from provision.records import ClusterInfo

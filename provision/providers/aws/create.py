@@ -9,7 +9,7 @@ from dataclasses import asdict
 
 from provision.adaptors.aws import Aws
 from provision.providers.aws import fsx, instances, network, nodes, placement, security
-from provision.providers.aws.environment import Facts
+from provision.providers.aws.facts import Facts
 from provision.providers.aws.ledger import Ledger
 from provision.providers.base import Progress
 from provision.records import ClusterInfo

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from provision.adaptors.aws import Aws
 from provision.errors import CapacityError, CloudError
 from provision.providers.aws import tags
-from provision.providers.aws.environment import Facts, TypeFacts
+from provision.providers.aws.facts import Facts, TypeFacts
 from provision.providers.aws.ledger import Ledger
 from provision.providers.base import Progress
 from provision.spec.model import ClusterSpec, NodeGroup

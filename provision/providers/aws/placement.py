@@ -4,7 +4,7 @@ from __future__ import annotations
 from provision.adaptors.aws import AlreadyExistsError, Aws, UnsupportedError
 from provision.errors import CloudNotFoundError
 from provision.providers.aws import tags
-from provision.providers.aws.environment import Facts
+from provision.providers.aws.facts import Facts
 from provision.providers.aws.ledger import Ledger
 from provision.providers.base import Progress
 from provision.spec.model import ClusterSpec, NodeGroup
