@@ -5,12 +5,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from provision import hardware, slurm_layout, ssh_options
-from provision.deploy import secrets
-from provision.providers import cluster_state
 from provision.errors import UsageError
 from provision.records import ClusterInfo
 from provision.spec.model import ROLES, ClusterSpec
-from provision.state import write_private
+from provision.state import ClusterState, write_private
 from provision.templating import environment
 
 GROUP_PREFIX = "nodegroup_"
@@ -38,7 +36,7 @@ def inventory_groups(cluster: ClusterInfo) -> list[InventoryGroup]:
 def render(spec: ClusterSpec, cluster: ClusterInfo) -> dict[str, str]:
     """The inventory files as relative path -> text (pure; writing is separate)."""
     env = environment()
-    state = cluster_state(spec)
+    state = ClusterState.for_spec(spec)
     groups = inventory_groups(cluster)
     recorded = hardware.load(state)
     hosts = env.get_template("inventory/hosts.yml.j2").render(
@@ -53,8 +51,8 @@ def render(spec: ClusterSpec, cluster: ClusterInfo) -> dict[str, str]:
         "controller": cluster.controller.name,
         "slurm_nodes": slurm_layout.node_entries(cluster, recorded),
         "slurm_partitions": slurm_layout.partition_entries(cluster, recorded),
-        "munge_key_file": str(secrets.munge_key_path(state)),
-        "db_password_file": str(secrets.db_password_path(state)),
+        "munge_key_file": str(state.munge_key_path),
+        "db_password_file": str(state.db_password_path),
     }
     cluster_vars = env.get_template("inventory/cluster.yml.j2").render(**context)
     return {"hosts.yml": hosts, "group_vars/all/cluster.yml": cluster_vars}

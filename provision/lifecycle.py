@@ -9,8 +9,8 @@ from provision.preflight import DEFAULT_CONCURRENCY, run_preflight
 from provision.preflight.records import PreflightReport
 from provision.lock import cluster_lock
 from provision.providers import get_provider
-from provision.providers.base import Plan, Progress, Provider, Teardown, silent
-from provision.records import ClusterInfo
+from provision.providers.base import Plan, Provider, Teardown
+from provision.records import ClusterInfo, Progress, silent
 from provision.spec.model import ClusterSpec
 from provision.spec.topology import planned_nodes
 

@@ -1,10 +1,18 @@
 """Typed records passed between layers: provider -> ClusterInfo/NodeInfo -> inventory, preflight, certify."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+Progress = Callable[[str], None]  # receives one human-readable status line at a time
+
+
+def silent(_: str) -> None:
+    """A progress sink that drops everything (tests, --quiet)."""
+
 
 NodeState = Literal["planned", "pending", "running", "stopped", "absent", "unknown"]
 

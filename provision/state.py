@@ -1,4 +1,7 @@
-"""A cluster's state directory: keys, known_hosts, inventory, run artifacts, provider state; all private."""
+"""A cluster's state directory: keys, known_hosts, inventory, run artifacts, secrets, provider state; all private.
+
+A low module every layer may import: where a cluster's files are is worked out here, from the spec, once.
+"""
 from __future__ import annotations
 
 import json
@@ -8,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from provision.errors import StateError
+from provision.spec.model import ClusterSpec
 
 ENV_STATE_DIR = "PROVISION_STATE_DIR"
 
@@ -29,6 +33,11 @@ class ClusterState:
         self.root = root
         self.cluster = cluster
         self.path = root / "clusters" / cluster
+
+    @classmethod
+    def for_spec(cls, spec: ClusterSpec) -> ClusterState:
+        """The state directory of a spec's cluster: under the spec's state_dir, $PROVISION_STATE_DIR or ~/.local."""
+        return cls(state_root(spec.state_dir), spec.name)
 
     @property
     def cache_dir(self) -> Path:
@@ -59,6 +68,21 @@ class ClusterState:
     def reports_dir(self) -> Path:
         """Certification reports."""
         return self.path / "reports"
+
+    @property
+    def secrets_dir(self) -> Path:
+        """The cluster's secrets (munge key, accounting database password), 0400 inside the 0700 directory."""
+        return self.path / "secrets"
+
+    @property
+    def munge_key_path(self) -> Path:
+        """The munge key file that the munge role copies to every node."""
+        return self.secrets_dir / "munge.key"
+
+    @property
+    def db_password_path(self) -> Path:
+        """The slurmdbd database password file."""
+        return self.secrets_dir / "slurmdbd.password"
 
     def exists(self) -> bool:
         """Whether anything was ever created for this cluster."""

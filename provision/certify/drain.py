@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from provision.certify import slurm_checks
 from provision.certify.fleet import Fleet
 from provision.certify.records import ClusterReport
-from provision.providers.base import Progress, silent
-from provision.records import ClusterInfo
+from provision.records import ClusterInfo, Progress, silent
 
 
 def drain(cluster: ClusterInfo, report: ClusterReport,

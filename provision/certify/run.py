@@ -42,10 +42,9 @@ from provision.certify.report import ReportPaths, write_to_state
 from provision.certify.session import PREFIX, Session, now_iso, step
 from provision.errors import CertifyError, UsageError
 from provision.lock import cluster_lock
-from provision.providers import cluster_state
-from provision.providers.base import Progress, silent
-from provision.records import ClusterInfo, NodeInfo
+from provision.records import ClusterInfo, NodeInfo, Progress, silent
 from provision.spec.model import ClusterSpec
+from provision.state import ClusterState
 
 PROBE = f"{PREFIX}/bin/certify-probe"
 GPUBENCH = f"{PREFIX}/bin/gpubench"
@@ -102,11 +101,11 @@ def certify(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions = C
     """Run every check, write report.json/.xml/.html under the state's reports folder, drain if asked."""
     if not cluster.nodes or all(n.state in ("planned", "absent") for n in cluster.nodes):
         raise CertifyError(f"cluster {cluster.name} has no running nodes", hint="bring it up first: provision up SPEC")
-    draining = cluster_lock(cluster_state(spec), "certify --drain-failed", progress) if options.drain_failed \
+    draining = cluster_lock(ClusterState.for_spec(spec), "certify --drain-failed", progress) if options.drain_failed \
         else nullcontext()
     with draining:  # draining changes the cluster: one such command at a time (provision.lock)
         report = collect(spec, cluster, options, progress)
-        run = CertifyRun(report, write_to_state(report, cluster_state(spec)))
+        run = CertifyRun(report, write_to_state(report, ClusterState.for_spec(spec)))
         if options.drain_failed:
             run.drained, run.drain_errors = drain(cluster, report, progress)
     return run

@@ -13,8 +13,7 @@ from provision.certify.nccl import NcclJob
 from provision.certify.netmatrix import PairResult
 from provision.certify.node_definition import Definition
 from provision.certify.records import CheckResult
-from provision.providers.base import Progress
-from provision.records import ClusterInfo, NodeInfo
+from provision.records import ClusterInfo, NodeInfo, Progress
 from provision.spec.model import ClusterSpec
 
 PREFIX = "/opt/gpu-provision/certify"  # the certify role's certify_prefix

@@ -7,13 +7,13 @@ from rich.table import Table
 from rich.text import Text
 
 from provision.cli.output import err, escape, out
-from provision.deploy.events import Progress
+from provision.deploy.events import PlayProgress
 from provision.deploy.records import DeployResult
 
 _COLOURS = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "magenta"}
 
 
-def _live_renderable(progress: Progress) -> Group:
+def _live_renderable(progress: PlayProgress) -> Group:
     """The current play and task, then one compact line of host states."""
     header = Text.assemble(("play ", "dim"), progress.play, ("  task ", "dim"), progress.task)
     hosts = Text()
@@ -39,13 +39,13 @@ class LiveDeployView:
         if self._live:
             self._live.__exit__(*exc)
 
-    def update(self, progress: Progress) -> None:
+    def update(self, progress: PlayProgress) -> None:
         """Redraw on every event (rich throttles the terminal writes)."""
         if self._live:
             self._live.update(_live_renderable(progress))
 
 
-def quiet_lines(progress: Progress, seen: set[str]) -> None:
+def quiet_lines(progress: PlayProgress, seen: set[str]) -> None:
     """For CI logs: one line per new task, no live redraw."""
     key = f"{progress.play}/{progress.task}"
     if progress.task and key not in seen:

@@ -10,8 +10,7 @@ from provision.cli.preflight_cmd import render as render_preflight
 from provision.errors import CertifyError, DeployError, PreflightError
 from provision import lifecycle
 from provision.lifecycle import StageRunner
-from provision.providers.base import Progress
-from provision.records import ClusterInfo
+from provision.records import ClusterInfo, Progress
 from provision.spec.model import ClusterSpec
 
 

@@ -15,7 +15,6 @@ from provision.deploy.records import DeployResult
 from provision.errors import UsageError
 from provision.lock import cluster_lock
 from provision.preflight import ensure_hardware
-from provision.providers import cluster_state
 from provision.records import ClusterInfo
 from provision.resources import playbooks_dir
 from provision.spec.model import ClusterSpec
@@ -66,7 +65,7 @@ def _run_dir_name(options: DeployOptions) -> str:
 def deploy(spec: ClusterSpec, cluster: ClusterInfo, options: DeployOptions = DeployOptions(),
            on_update: OnUpdate | None = None) -> DeployResult:
     """Run the site playbook on the cluster under its lock; never raises for failed hosts (they are in the result)."""
-    state = cluster_state(spec)
+    state = ClusterState.for_spec(spec)
     with cluster_lock(state, "deploy --check" if options.check else "deploy"):
         return _deploy(spec, cluster, state, options, on_update)
 

@@ -10,7 +10,7 @@ _STAT_KEYS = {"ok": "ok", "changed": "changed", "failures": "failed", "dark": "u
 
 
 @dataclass
-class Progress:
+class PlayProgress:
     """What a live view shows: the current play and task, and each host's latest state."""
 
     play: str = ""
@@ -19,14 +19,14 @@ class Progress:
     tasks_done: int = 0
 
 
-OnUpdate = Callable[[Progress], None]
+OnUpdate = Callable[[PlayProgress], None]
 
 
 class EventTracker:
     """Consumes runner events; keeps progress and the failure details the recap needs."""
 
     def __init__(self, on_update: OnUpdate | None = None) -> None:
-        self.progress = Progress()
+        self.progress = PlayProgress()
         self.hosts: dict[str, HostResult] = {}
         self.stats_seen = False
         self._on_update = on_update

@@ -1,4 +1,7 @@
-"""Cluster secrets (munge key, accounting database password): made once, kept 0400 in state, never printed."""
+"""Cluster secrets (munge key, accounting database password): made once, kept 0400 in state, never printed.
+
+Where they live is the state's business (ClusterState.munge_key_path, .db_password_path); this module makes them.
+"""
 from __future__ import annotations
 
 import os
@@ -8,21 +11,6 @@ from pathlib import Path
 from provision.state import ClusterState
 
 MUNGE_KEY_BYTES = 1024
-
-
-def secrets_dir(state: ClusterState) -> Path:
-    """Where the cluster's secrets live (inside the 0700 state directory)."""
-    return state.path / "secrets"
-
-
-def munge_key_path(state: ClusterState) -> Path:
-    """The munge key file that the munge role copies to every node."""
-    return secrets_dir(state) / "munge.key"
-
-
-def db_password_path(state: ClusterState) -> Path:
-    """The slurmdbd database password file."""
-    return secrets_dir(state) / "slurmdbd.password"
 
 
 def _create_once(path: Path, content: bytes) -> None:
@@ -38,5 +26,5 @@ def _create_once(path: Path, content: bytes) -> None:
 def ensure_secrets(state: ClusterState) -> None:
     """Create the munge key and the database password the first time a cluster is deployed."""
     state.ensure()
-    _create_once(munge_key_path(state), secrets.token_bytes(MUNGE_KEY_BYTES))
-    _create_once(db_password_path(state), secrets.token_urlsafe(24).encode())
+    _create_once(state.munge_key_path, secrets.token_bytes(MUNGE_KEY_BYTES))
+    _create_once(state.db_password_path, secrets.token_urlsafe(24).encode())

@@ -6,7 +6,7 @@ import importlib
 from provision.errors import UsageError
 from provision.providers.base import Provider
 from provision.spec.model import ClusterSpec
-from provision.state import ClusterState, state_root
+from provision.state import ClusterState
 
 _REGISTRY: dict[str, str] = {
     "sandbox": "provision.providers.sandbox:SandboxProvider",
@@ -24,11 +24,6 @@ def provider_class(name: str) -> type[Provider]:
     return getattr(importlib.import_module(module_name), attr)
 
 
-def cluster_state(spec: ClusterSpec) -> ClusterState:
-    """The state directory of the spec's cluster."""
-    return ClusterState(state_root(spec.state_dir), spec.name)
-
-
 def get_provider(spec: ClusterSpec) -> Provider:
     """The provider instance for a spec, bound to the cluster's state directory."""
-    return provider_class(spec.provider.type)(spec, cluster_state(spec))
+    return provider_class(spec.provider.type)(spec, ClusterState.for_spec(spec))

@@ -2,19 +2,14 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from provision.records import ClusterInfo
+from provision.records import ClusterInfo, Progress, silent
 from provision.spec.findings import Finding
 from provision.spec.model import ClusterSpec
 from provision.state import ClusterState
 
-Progress = Callable[[str], None]  # receives one human-readable status line at a time
-
-
-def silent(_: str) -> None:
-    """A progress sink that drops everything (tests, --quiet)."""
+__all__ = ["Plan", "PlanItem", "Progress", "Provider", "Teardown", "silent"]  # Progress: from provision.records
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """Existing hosts listed in the spec: nothing to create, only to describe."""
 from __future__ import annotations
 
-from provision.providers.base import Plan, PlanItem, Progress, Provider, Teardown, silent
-from provision.records import ClusterInfo
+from provision.providers.base import Plan, PlanItem, Provider, Teardown
+from provision.records import ClusterInfo, Progress, silent
 from provision.spec.topology import planned_nodes
 from provision.sshkeys import ensure_key_pair
 

@@ -17,7 +17,7 @@ import pytest
 from conftest import provision
 from provision.certify.report import json_report
 from provision.hostlist import expand as hostlist_expand
-from provision.providers import cluster_state
+from provision.state import ClusterState
 from provision.providers.sandbox import faults
 from provision.spec import load_spec
 from test_deploy_faults import faults_target
@@ -107,7 +107,7 @@ def test_quick_passes_five_runs_in_a_row_with_gpu_checks_not_applicable(slurm_cl
     report(capsys, f"quick on {len(matrix['nodes'])} nodes, 5 runs: {', '.join(f'{d:.1f}' for d in durations)} s; "
            f"iperf3 links (paced 1 Gb/s) min {min(links):.3f} median {statistics.median(links):.3f} "
            f"max {max(links):.3f} Gb/s")
-    latest = max(cluster_state(load_spec(slurm_cluster.spec_path)).reports_dir.glob("*-quick"))
+    latest = max(ClusterState.for_spec(load_spec(slurm_cluster.spec_path)).reports_dir.glob("*-quick"))
     assert json.loads((latest / "report.json").read_text())["verdict"] == "pass"
     assert (latest / "report.xml").stat().st_size > 0
     html = (latest / "report.html").read_text()

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from provision.deploy import secrets
-from provision.providers import cluster_state
+from provision.state import ClusterState
 from provision.spec import load_spec
 
 pytestmark = pytest.mark.e2e
@@ -53,7 +52,7 @@ def test_second_deploy_changes_nothing(slurm_cluster):
 
 
 def test_plain_ansible_playbook_works_without_the_cli(slurm_cluster):
-    state = cluster_state(load_spec(slurm_cluster.spec_path))
+    state = ClusterState.for_spec(load_spec(slurm_cluster.spec_path))
     playbook = Path(__file__).resolve().parents[2] / "playbooks" / "site.yml"
     result = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(state.inventory_dir),
                              str(playbook)], capture_output=True, text=True, timeout=900)
@@ -67,12 +66,12 @@ def _secret_forms(raw: bytes) -> list[bytes]:
 
 
 def test_no_secret_in_artifacts_or_output(slurm_cluster):
-    state = cluster_state(load_spec(slurm_cluster.spec_path))
-    key = secrets.munge_key_path(state).read_bytes()
-    password = secrets.db_password_path(state).read_bytes()
+    state = ClusterState.for_spec(load_spec(slurm_cluster.spec_path))
+    key = state.munge_key_path.read_bytes()
+    password = state.db_password_path.read_bytes()
     forms = _secret_forms(key) + [password]
     files = [p for p in state.runs_dir.rglob("*") if p.is_file()]
     assert files, "the runs directory holds the artifacts of every deploy"
     leaks = [str(p) for p in files for form in forms if form in p.read_bytes()]
     assert leaks == []
-    assert oct(secrets.munge_key_path(state).stat().st_mode & 0o777) == "0o400"
+    assert oct(state.munge_key_path.stat().st_mode & 0o777) == "0o400"

@@ -66,11 +66,11 @@ def test_client_only_filesystems_plan_in_check_mode_and_change_nothing(slurm_clu
     import sys
     from pathlib import Path
 
-    from provision.providers import cluster_state
+    from provision.state import ClusterState
     from provision.spec import load_spec
 
     node = slurm_cluster.compute[0]
-    state = cluster_state(load_spec(slurm_cluster.spec_path))
+    state = ClusterState.for_spec(load_spec(slurm_cluster.spec_path))
     bridge = slurm_cluster.info.vars["provision_sandbox_bridge_address"]
     extra = {**extra, f"mirror_{extra['filesystem_type']}_repository": f"deb http://{bridge}:9/repo bookworm main"}
     fstab_before = slurm_cluster.ssh(node, "cat /etc/fstab").stdout

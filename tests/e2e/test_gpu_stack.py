@@ -27,7 +27,8 @@ import yaml
 
 from provision.deploy.engine import DeployOptions, deploy
 from provision.deploy.records import DeployResult
-from provision.providers import cluster_state, get_provider
+from provision.providers import get_provider
+from provision.state import ClusterState
 from provision.records import ClusterInfo
 from provision.spec.model import ClusterSpec
 
@@ -91,7 +92,7 @@ class GpuCluster:
         return result
 
     def host_vars(self, node: str, values: dict) -> None:
-        path = cluster_state(self.spec).inventory_dir / "host_vars" / f"{node}.yml"
+        path = ClusterState.for_spec(self.spec).inventory_dir / "host_vars" / f"{node}.yml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("# TEST HOOKS (tests/e2e/test_gpu_stack.py)\n" + yaml.safe_dump(values))
 
@@ -154,7 +155,7 @@ def gpu_cluster(tmp_path_factory):
                                    "> /etc/apt/apt.conf.d/99gpu-provision-test-fixture")
         for node, values in HOST_VARS.items():
             cluster.host_vars(node, values)
-        group_vars = cluster_state(spec).inventory_dir / "group_vars" / "all" / "test_fixture.yml"
+        group_vars = ClusterState.for_spec(spec).inventory_dir / "group_vars" / "all" / "test_fixture.yml"
         group_vars.parent.mkdir(parents=True, exist_ok=True)
         group_vars.write_text("# TEST FIXTURE (tests/e2e/test_gpu_stack.py)\n" + yaml.safe_dump(FIXTURE_VARS))
         yield cluster

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import PROVISION, provision
 from provision.lock import recorded_holder
-from provision.providers import cluster_state
+from provision.state import ClusterState
 from provision.spec import load_spec
 
 pytestmark = pytest.mark.e2e
@@ -31,7 +31,7 @@ def _wait_for_holder(state, pid: int, timeout: float = 120) -> None:
 
 def test_a_second_command_is_refused_while_deploy_runs(slurm_cluster):
     spec = str(slurm_cluster.spec_path)
-    state = cluster_state(load_spec(slurm_cluster.spec_path))
+    state = ClusterState.for_spec(load_spec(slurm_cluster.spec_path))
     deploy = subprocess.Popen([*PROVISION, "deploy", spec, "--quiet"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     try:

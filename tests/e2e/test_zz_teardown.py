@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import provision
-from provision.providers import cluster_state
+from provision.state import ClusterState
 from provision.providers.sandbox import layout
 from provision.spec import load_spec
 
@@ -29,7 +29,7 @@ def _processes_mounting_under(path: Path) -> list[int]:
 
 def test_down_leaves_nothing_behind(slurm_cluster):
     spec = load_spec(slurm_cluster.spec_path)
-    state = cluster_state(spec)
+    state = ClusterState.for_spec(spec)
     assert _processes_mounting_under(state.path), "precondition: the running nodes mount under the state dir"
     result = provision("down", str(slurm_cluster.spec_path), "--json")
     assert json.loads(result.stdout)["leftovers"] == []

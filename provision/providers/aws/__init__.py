@@ -11,8 +11,8 @@ from provision.providers.aws import create as up
 from provision.providers.aws import environment, instances, nodes, plan, teardown, validation
 from provision.providers.aws.facts import Facts
 from provision.providers.aws.ledger import Ledger
-from provision.providers.base import Plan, Progress, Provider, Teardown, silent
-from provision.records import ClusterInfo
+from provision.providers.base import Plan, Provider, Teardown
+from provision.records import ClusterInfo, Progress, silent
 from provision.spec.findings import Finding
 from provision.spec.model import ClusterSpec
 from provision.spec.topology import group_names

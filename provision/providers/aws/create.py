@@ -11,8 +11,7 @@ from provision.adaptors.aws import Aws
 from provision.providers.aws import fsx, instances, network, nodes, placement, security
 from provision.providers.aws.facts import Facts
 from provision.providers.aws.ledger import Ledger
-from provision.providers.base import Progress
-from provision.records import ClusterInfo
+from provision.records import ClusterInfo, Progress
 from provision.spec.model import ClusterSpec
 from provision.state import ClusterState
 

@@ -7,7 +7,7 @@ from provision.adaptors.aws import Aws
 from provision.errors import CloudError, CloudNotFoundError
 from provision.providers.aws import tags
 from provision.providers.aws.ledger import Ledger
-from provision.providers.base import Progress
+from provision.records import Progress
 from provision.spec.model import ClusterSpec
 
 LUSTRE_VERSION = "2.15"  # the client version current Ubuntu and Amazon Linux kernels build

@@ -9,7 +9,7 @@ from provision.errors import CapacityError, CloudError
 from provision.providers.aws import tags
 from provision.providers.aws.facts import Facts, TypeFacts
 from provision.providers.aws.ledger import Ledger
-from provision.providers.base import Progress
+from provision.records import Progress
 from provision.spec.model import ClusterSpec, NodeGroup
 from provision.spec.topology import group_names
 

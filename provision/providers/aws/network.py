@@ -7,7 +7,7 @@ from provision.adaptors.aws import AlreadyExistsError, Aws
 from provision.providers.aws import tags
 from provision.providers.aws.ledger import Ledger
 from provision.providers.aws.lookup import one_by_tag
-from provision.providers.base import Progress
+from provision.records import Progress
 from provision.spec.model import ClusterSpec
 
 

@@ -6,7 +6,7 @@ from provision.errors import CloudNotFoundError
 from provision.providers.aws import tags
 from provision.providers.aws.facts import Facts
 from provision.providers.aws.ledger import Ledger
-from provision.providers.base import Progress
+from provision.records import Progress
 from provision.spec.model import ClusterSpec, NodeGroup
 
 

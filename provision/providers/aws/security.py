@@ -10,7 +10,7 @@ from provision.errors import CloudError, CloudNotFoundError
 from provision.providers.aws import tags
 from provision.providers.aws.ledger import Ledger
 from provision.providers.aws.lookup import one_by_tag
-from provision.providers.base import Progress
+from provision.records import Progress
 from provision.spec.model import ClusterSpec
 from provision.state import ClusterState
 

@@ -12,7 +12,8 @@ from provision.errors import CloudAuthError, CloudError, CloudNotFoundError, Usa
 from provision.providers.aws import audit, fsx, instances, tags
 from provision.providers.aws.audit import Leftover
 from provision.providers.aws.ledger import Ledger
-from provision.providers.base import Progress, Teardown
+from provision.providers.base import Teardown
+from provision.records import Progress
 
 # Reverse dependency order: what uses a thing goes before the thing.
 ORDER = ("instance", "fsx", "placement-group", "network-interface", "volume", "security-group",

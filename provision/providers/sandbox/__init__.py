@@ -9,12 +9,12 @@ from ipaddress import IPv4Network
 from pathlib import Path
 
 from provision.errors import SandboxError
-from provision.providers.base import Plan, PlanItem, Progress, Provider, Teardown, silent
+from provision.providers.base import Plan, PlanItem, Provider, Teardown
 from provision.providers.sandbox import (aptproxy, audit, environment, fleet, layout, mirror, network, node,
                                          processes, record, rootfs)
 from provision.providers.sandbox.image import ImageCache
 from provision.providers.sandbox.record import NodeRecord, SandboxRecord
-from provision.records import ClusterInfo, NodeInfo
+from provision.records import ClusterInfo, NodeInfo, Progress, silent
 from provision.spec.findings import Finding
 from provision.spec.model import ClusterSpec
 from provision.spec.topology import planned_nodes

@@ -4,9 +4,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from provision.errors import SandboxError
-from provision.providers.base import Progress, silent
 from provision.providers.sandbox import node, processes, record
 from provision.providers.sandbox.record import SandboxRecord
+from provision.records import Progress, silent
 from provision.state import ClusterState
 
 
