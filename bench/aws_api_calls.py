@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from provision.adaptors.aws import Aws, RetryPolicy  # noqa: E402
-from provision.providers.aws import AwsProvider  # noqa: E402
+from provision.providers.aws.provider import AwsProvider  # noqa: E402
 from provision.spec.model import ClusterSpec  # noqa: E402
 from provision.state import ClusterState  # noqa: E402
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from provision import lifecycle
 from provision.preflight import run_preflight
-from provision.providers import get_provider
+from provision.lifecycle import get_provider
 from provision.spec import load_spec
 
 SPEC = """\

@@ -15,7 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from provision.providers.sandbox import SandboxProvider, layout, mirror
+from provision.providers.sandbox import layout, mirror
+from provision.providers.sandbox.provider import SandboxProvider
 from provision.providers.sandbox.image import ImageCache
 from provision.spec.model import ClusterSpec
 from provision.state import ClusterState, state_root

@@ -8,13 +8,19 @@ from provision import hardware, inventory
 from provision.preflight import DEFAULT_CONCURRENCY, run_preflight
 from provision.preflight.records import PreflightReport
 from provision.lock import cluster_lock
-from provision.providers import get_provider
+from provision.providers import registry
 from provision.providers.base import Plan, Provider, Teardown
 from provision.records import ClusterInfo, Progress, silent
 from provision.spec.model import ClusterSpec
 from provision.spec.topology import planned_nodes
+from provision.state import ClusterState
 
 STAGES = ("nodes", "inventory", "preflight", "deploy", "certify")
+
+
+def get_provider(spec: ClusterSpec) -> Provider:
+    """The spec's provider, bound to the cluster's state directory."""
+    return registry.implementation(spec.provider.type)(spec, ClusterState.for_spec(spec))
 
 
 def planned_cluster(spec: ClusterSpec) -> ClusterInfo:
@@ -22,9 +28,8 @@ def planned_cluster(spec: ClusterSpec) -> ClusterInfo:
     provider = get_provider(spec)
     key = spec.ssh.key_path.expanduser() if spec.ssh.key_path else provider.state.ssh_key_path
     return ClusterInfo(name=spec.name, provider=spec.provider.type, nodes=tuple(planned_nodes(spec)),
-                       ssh_user="root" if spec.provider.type == "sandbox" else spec.ssh.user,
-                       ssh_key_path=key, known_hosts_path=provider.state.known_hosts_path,
-                       sandbox=spec.provider.type == "sandbox")
+                       ssh_user=spec.provider.ssh_user(spec.ssh.user), ssh_key_path=key,
+                       known_hosts_path=provider.state.known_hosts_path, sandbox=spec.provider.simulated)
 
 
 def current_cluster(spec: ClusterSpec) -> ClusterInfo:

@@ -1,11 +1,14 @@
-"""The provider interface: every way of getting nodes implements these methods."""
+"""The provider interface: every way of getting nodes implements these methods.
+
+A provider's spec section and its checks of a spec live beside its implementation (config.py, validation.py) and
+are listed in providers/registry.py.
+"""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from provision.records import ClusterInfo, Progress, silent
-from provision.spec.findings import Finding
 from provision.spec.model import ClusterSpec
 from provision.state import ClusterState
 
@@ -52,11 +55,6 @@ class Provider(ABC):
     def __init__(self, spec: ClusterSpec, state: ClusterState) -> None:
         self.spec = spec
         self.state = state
-
-    @classmethod
-    def validate(cls, spec: ClusterSpec) -> list[Finding]:
-        """Provider-specific semantic checks on the spec alone (no API calls, no side effects)."""
-        return []
 
     def check_environment(self) -> None:
         """Raise a ProviderError if this machine or account cannot run the provider (before any change)."""

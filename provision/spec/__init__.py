@@ -30,10 +30,7 @@ def validate_file(path: Path) -> Validation:
     spec, findings = structure_findings(data, lines)
     if spec is None:
         return Validation(None, findings)
-    from provision.providers import provider_class
-
-    extra = (provider_class(spec.provider.type).validate,)
-    return Validation(spec, [_with_line(f, lines) for f in semantic_findings(spec, extra)])
+    return Validation(spec, [_with_line(f, lines) for f in semantic_findings(spec)])
 
 
 def _with_line(finding: Finding, lines: dict[tuple, int]) -> Finding:

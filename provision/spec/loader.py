@@ -7,6 +7,7 @@ import typing
 from pydantic import BaseModel, ValidationError
 
 from provision.limits import clip, cut
+from provision.providers import registry
 from provision.spec.findings import Finding, format_path
 from provision.spec.model import ClusterSpec
 from provision.spec.reader import Lines, parse_yaml, read_text
@@ -36,7 +37,7 @@ def _finding(error: dict, data: dict, lines: Lines) -> Finding:
         return Finding("error", f"{path}.type" if kind == "union_tag_not_found" else path,
                        f"provider type {error.get('input', {}).get('type')!r} is not known"
                        if kind == "union_tag_invalid" else "is required but missing",
-                       "use one of: sandbox, static, aws", line)
+                       f"use one of: {', '.join(registry.names())}", line)
     value = error.get("input")
     shown = clip(value) if not isinstance(value, (dict, list)) else type(value).__name__
     if kind == "shape":  # provision.spec.shapes: the message and the fix are written for the reader
@@ -53,7 +54,7 @@ def _data_loc(loc: tuple, data: dict) -> tuple:
     node = data
     for part in loc:
         absent = isinstance(part, str) and not (isinstance(node, dict) and part in node)
-        if absent and (part in ("sandbox", "static", "aws") and out and out[-1] == "provider" or part in _TYPE_TAGS
+        if absent and (part in registry.names() and out and out[-1] == "provider" or part in _TYPE_TAGS
                        or "[" in part):
             continue
         out.append(part)

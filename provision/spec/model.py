@@ -2,15 +2,15 @@
 from __future__ import annotations
 
 import re
-from ipaddress import IPv4Network
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import Field, StrictBool, field_validator
 
 from provision import hostlist
 from provision.limits import MAX_NODE_GROUPS, MAX_NODES_PER_CLUSTER, MAX_NODES_PER_GROUP, clip
-from provision.spec.shapes import (Addresses, AmiNameFilter, AmiOwner, BridgeName, HostName, Hostlist,
-                                   KeyPairName, LocalPath, MountPoint, RemotePath, SsmParameter, Token, Url,
+from provision.providers import registry
+from provision.spec.section import StrictModel
+from provision.spec.shapes import (Addresses, HostName, Hostlist, LocalPath, MountPoint, RemotePath, Token, Url,
                                    UserName, shape_error)
 
 Role = Literal["controller", "login", "compute", "storage"]
@@ -21,81 +21,24 @@ _NAME_HINT = "lower-case letters, digits and '-', starting with a letter, at mos
 NAME_PATTERN, NAME_HINT = _NAME, _NAME_HINT  # cluster and group names; `init --name` checks the same
 
 
-class _Strict(BaseModel):
-    """Base for every spec section: unknown keys are errors, values are immutable after load."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+ProviderSpec = Annotated[Union[registry.configs()], Field(discriminator="type")]  # each provider's own section
 
 
-class SandboxProvider(_Strict):
-    """Simulated nodes on this machine: namespaces, overlay roots, a private bridge."""
-
-    type: Literal["sandbox"]
-    subnet: IPv4Network = Field(IPv4Network("10.99.0.0/24"), description="private subnet for the sandbox bridge")
-    bridge: BridgeName | None = Field(None, description="bridge name; default derived from the cluster name")
-    mirror: Url | None = Field(None, description="Debian mirror URL; default: the one in this machine's apt sources")
-
-
-class StaticProvider(_Strict):
-    """Existing hosts (on-prem, bare metal) listed in the node groups with their addresses."""
-
-    type: Literal["static"]
-    subnet: IPv4Network | None = Field(None, description="if set, every address must lie in it")
-
-
-class AmiSelector(_Strict):
-    """Exactly one way of choosing the machine image."""
-
-    id: Token | None = None
-    name_filter: AmiNameFilter | None = None
-    owner: AmiOwner | None = None
-    ssm_parameter: SsmParameter | None = None
-
-
-class FsxLustre(_Strict):
-    """An FSx for Lustre file system created with the cluster."""
-
-    storage_capacity_gib: int = Field(1200, ge=1200, description="1200 or a multiple of 2400")
-    deployment_type: Literal["SCRATCH_2", "PERSISTENT_2"] = "SCRATCH_2"
-    per_unit_storage_throughput: Literal[125, 250, 500, 1000] = Field(
-        125, description="MB/s per TiB; PERSISTENT_2 only")
-
-
-class AwsProvider(_Strict):
-    """EC2 instances, with EFA and a cluster placement group for GPU groups."""
-
-    type: Literal["aws"]
-    region: Token
-    availability_zone: Token
-    vpc_id: Token | None = Field(None, description="existing VPC; omit to create one")
-    subnet_id: Token | None = Field(None, description="existing subnet; omit to create one")
-    vpc_cidr: IPv4Network = IPv4Network("10.42.0.0/16")
-    subnet_cidr: IPv4Network = IPv4Network("10.42.0.0/20")
-    ssh_ingress_cidr: IPv4Network = Field(description="who may reach port 22; 0.0.0.0/0 only if written")
-    ami: AmiSelector
-    key_pair_name: KeyPairName | None = None
-    root_volume_gib: int = Field(200, ge=8, le=16384)
-    fsx_lustre: FsxLustre | None = None
-
-
-ProviderSpec = Annotated[Union[SandboxProvider, StaticProvider, AwsProvider], Field(discriminator="type")]
-
-
-class GpuSpec(_Strict):
+class GpuSpec(StrictModel):
     """GPUs in every node of a compute group."""
 
     model: Token = Field(description="a key of provision.gpus.GPU_MODELS, e.g. H100-SXM")
     count: int = Field(ge=1, le=16)
 
 
-class Interconnect(_Strict):
+class Interconnect(StrictModel):
     """The high-speed fabric between GPU nodes."""
 
     type: Literal["none", "infiniband", "efa"] = "none"
     nics: int = Field(0, ge=0, le=32, description="fabric NICs per node")
 
 
-class NodeGroup(_Strict):
+class NodeGroup(StrictModel):
     """Nodes that share roles and hardware; a compute group becomes a Slurm partition."""
 
     name: str = Field(pattern=_NAME)
@@ -114,7 +57,7 @@ class NodeGroup(_Strict):
     capacity_reservation_id: Token | None = None
 
 
-class NvidiaDriver(_Strict):
+class NvidiaDriver(StrictModel):
     """The NVIDIA driver: a pinned branch, optionally an exact version."""
 
     branch: int = 570
@@ -124,7 +67,7 @@ class NvidiaDriver(_Strict):
     reboot: Literal["drain", "now", "never"] = "drain"
 
 
-class Cuda(_Strict):
+class Cuda(StrictModel):
     """CUDA toolkits installed side by side; /usr/local/cuda points at the default."""
 
     versions: list[str] = Field(["12.8"], min_length=1)
@@ -140,13 +83,13 @@ class Cuda(_Strict):
         return versions
 
 
-class Nccl(_Strict):
+class Nccl(StrictModel):
     """NCCL, pinned to a build for the default CUDA."""
 
     version: str = Field("2.26.2", pattern=r"^\d+\.\d+\.\d+$")
 
 
-class Slurm(_Strict):
+class Slurm(StrictModel):
     """Slurm packages and accounting."""
 
     source: Literal["distribution", "repository"] = "distribution"
@@ -154,7 +97,7 @@ class Slurm(_Strict):
     accounting: StrictBool = True
 
 
-class Mirrors(_Strict):
+class Mirrors(StrictModel):
     """Download locations, so an air-gapped site can point every fetch at its own mirror."""
 
     cuda_repository: Url | None = None
@@ -164,7 +107,7 @@ class Mirrors(_Strict):
     beegfs_repository: Url | None = None
 
 
-class Software(_Strict):
+class Software(StrictModel):
     """Versions of everything installed on the nodes."""
 
     nvidia_driver: NvidiaDriver = NvidiaDriver()
@@ -174,7 +117,7 @@ class Software(_Strict):
     mirrors: Mirrors = Mirrors()
 
 
-class Filesystem(_Strict):
+class Filesystem(StrictModel):
     """The shared filesystem mounted on every node."""
 
     type: Literal["none", "glusterfs", "lustre", "beegfs", "nfs"] = "none"
@@ -185,7 +128,7 @@ class Filesystem(_Strict):
     remote_path: RemotePath | None = Field(None, description="lustre mount name or nfs export")
 
 
-class Ssh(_Strict):
+class Ssh(StrictModel):
     """How the tool and Ansible log in to nodes."""
 
     user: UserName = "root"
@@ -193,13 +136,13 @@ class Ssh(_Strict):
     port: int = Field(22, ge=1, le=65535)
 
 
-class Certify(_Strict):
+class Certify(StrictModel):
     """How deep certification goes at the end of `up`."""
 
     level: Literal["quick", "standard", "full"] = "quick"
 
 
-class ClusterSpec(_Strict):
+class ClusterSpec(StrictModel):
     """A whole cluster: where its nodes come from, what runs on them, how it is proven."""
 
     name: str = Field(pattern=_NAME)

@@ -1,13 +1,10 @@
 """From node groups to named nodes: names, addresses (where the spec fixes them) and roles."""
 from __future__ import annotations
 
-from ipaddress import IPv4Address, IPv4Network
-
 from provision import hostlist
+from provision.errors import SpecError
 from provision.records import NodeInfo
 from provision.spec.model import ClusterSpec, NodeGroup
-
-SANDBOX_FIRST_HOST = 10  # .1 is the bridge; nodes start at .10
 
 
 def group_names(group: NodeGroup) -> list[str]:
@@ -28,25 +25,22 @@ def group_addresses(group: NodeGroup) -> list[str]:
     return hostlist.expand(group.addresses)
 
 
-def sandbox_address(subnet: IPv4Network, index: int) -> str:
-    """The deterministic sandbox address of the index-th node (0-based)."""
-    return str(IPv4Address(int(subnet.network_address) + SANDBOX_FIRST_HOST + index))
-
-
-def sandbox_capacity(subnet: IPv4Network) -> int:
-    """How many nodes fit in a sandbox subnet after the bridge and reserved low addresses."""
-    return max(0, subnet.num_addresses - SANDBOX_FIRST_HOST - 1)
+def names_per_group(spec: ClusterSpec) -> list[list[str]] | None:
+    """Host names per group, or None when an expression is unreadable (validation reports that)."""
+    try:
+        return [group_names(g) for g in spec.node_groups]
+    except SpecError:
+        return None
 
 
 def planned_nodes(spec: ClusterSpec) -> list[NodeInfo]:
-    """Every node of the spec, with an address where the spec or the sandbox fixes it."""
+    """Every node of the spec, with an address where the spec or the provider fixes it."""
     nodes: list[NodeInfo] = []
     for group in spec.node_groups:
         addresses = group_addresses(group)
         for position, name in enumerate(group_names(group)):
-            address = addresses[position] if position < len(addresses) else None
-            if spec.provider.type == "sandbox":
-                address = sandbox_address(spec.provider.subnet, len(nodes))
+            declared = addresses[position] if position < len(addresses) else None
+            address = spec.provider.node_address(len(nodes), declared)
             nodes.append(_node(spec, group, name, address))
     return nodes
 

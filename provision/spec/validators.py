@@ -10,9 +10,11 @@ from ipaddress import IPv4Address, ip_address
 from provision import compat, hostlist
 from provision.errors import SpecError
 from provision.gpus import GPU_MODELS
+from provision.providers import registry
 from provision.spec import topology
 from provision.spec.findings import Finding
 from provision.spec.model import ClusterSpec
+from provision.spec.section import ProviderSection
 from provision.spec.shapes import normal_path
 
 Validator = Callable[[ClusterSpec], list[Finding]]
@@ -23,12 +25,12 @@ _SYSTEM_PATHS = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc"
                  "/sys", "/tmp", "/usr", "/var")
 
 
-def _names(spec: ClusterSpec) -> list[list[str]] | None:
-    """Host names per group, or None when an expression is unreadable (reported elsewhere)."""
-    try:
-        return [topology.group_names(g) for g in spec.node_groups]
-    except SpecError:
-        return None
+_names = topology.names_per_group
+
+
+def _providers(has: Callable[[type[ProviderSection]], bool]) -> str:
+    """The names of the providers whose spec section has a property (e.g. "static"), for a message."""
+    return " or ".join(name for name, entry in registry.PROVIDERS.items() if has(entry.config))
 
 
 def check_group_size(spec: ClusterSpec) -> list[Finding]:
@@ -93,22 +95,23 @@ def check_group_names(spec: ClusterSpec) -> list[Finding]:
 
 
 def check_addresses(spec: ClusterSpec) -> list[Finding]:
-    """Addresses must be IPv4, unique, inside the declared subnet; static hosts need them."""
+    """Addresses must be IPv4, unique, inside the declared subnet; a provider that does not assign them needs them."""
     out = []
     seen: dict[str, str] = {}
-    subnet = getattr(spec.provider, "subnet", None)
+    subnet = spec.provider.address_subnet
     for i, group in enumerate(spec.node_groups):
         path = f"node_groups[{i}].addresses"
         try:
             addresses = topology.group_addresses(group)
         except SpecError:
             continue
-        if spec.provider.type == "static" and not addresses:
-            out.append(Finding("error", path, f"static group '{group.name}' has no addresses",
+        if spec.provider.addresses == "declared" and not addresses:
+            out.append(Finding("error", path, f"{spec.provider.type} group '{group.name}' has no addresses",
                                "list one address per host, e.g. addresses: 10.0.0.[11-14]"))
-        if spec.provider.type != "static" and addresses:
+        if spec.provider.addresses == "assigned" and addresses:
+            declaring = _providers(lambda c: c.addresses == "declared")
             out.append(Finding("error", path, f"the {spec.provider.type} provider assigns addresses itself",
-                               "remove addresses, or use provider type static"))
+                               f"remove addresses, or use provider type {declaring}"))
             continue
         for address in addresses:
             try:
@@ -268,37 +271,21 @@ def check_filesystem(spec: ClusterSpec) -> list[Finding]:
         elif fs.replica and fs.replica > storage:
             out.append(Finding("error", "filesystem.replica", f"{fs.replica} is more than the {storage} storage nodes",
                                f"use a replica count of at most {storage}"))
-    if fs.type in ("lustre", "beegfs", "nfs") and not fs.server and spec.provider.type != "aws":
+    if fs.type in ("lustre", "beegfs", "nfs") and not fs.server and not spec.provider.checks_filesystem_server:
         out.append(Finding("error", "filesystem.server", f"{fs.type} needs the server to mount from",
                            "set filesystem.server (Lustre MGS or FSx DNS name, BeeGFS management host, NFS server)"))
     return out
 
 
-def check_sandbox(spec: ClusterSpec) -> list[Finding]:
-    """The sandbox subnet must be private and big enough."""
-    if spec.provider.type != "sandbox":
-        return []
-    subnet = spec.provider.subnet
-    out = []
-    if not subnet.is_private:
-        out.append(Finding("error", "provider.subnet", f"{subnet} is not a private range",
-                           "use a private range such as 10.99.0.0/24"))
-    total = sum(len(n) for n in (_names(spec) or []))
-    if total > topology.sandbox_capacity(subnet):
-        out.append(Finding("error", "provider.subnet", f"{subnet} holds {topology.sandbox_capacity(subnet)} nodes, "
-                           f"the spec has {total}", "use a larger subnet, e.g. a /22"))
-    return out
-
-
 def check_interconnect(spec: ClusterSpec) -> list[Finding]:
-    """EFA exists only on AWS; a fabric needs a NIC count; GPU certify levels need GPUs."""
+    """EFA only where the provider has it; a fabric needs a NIC count; GPU certify levels need GPUs."""
     out = []
     for i, group in enumerate(spec.node_groups):
         kind = group.interconnect.type
         path = f"node_groups[{i}].interconnect"
-        if kind == "efa" and spec.provider.type != "aws":
-            out.append(Finding("error", f"{path}.type", "efa is only available on the aws provider",
-                               "use infiniband or none"))
+        if kind == "efa" and not spec.provider.efa:
+            out.append(Finding("error", f"{path}.type", f"efa is only available on the {_providers(lambda c: c.efa)} "
+                               "provider", "use infiniband or none"))
         if kind != "none" and group.interconnect.nics == 0:
             out.append(Finding("error", f"{path}.nics", f"0 NICs for a {kind} fabric",
                                "set nics to the fabric NICs per node (e.g. 8 for 8x NDR)"))
@@ -309,24 +296,20 @@ def check_interconnect(spec: ClusterSpec) -> list[Finding]:
 
 
 def check_ssh(spec: ClusterSpec) -> list[Finding]:
-    """A given key must exist; the sandbox always uses root and its own key."""
-    out = []
+    """A given key must exist."""
     if spec.ssh.key_path is not None and not spec.ssh.key_path.expanduser().is_file():
-        out.append(Finding("error", "ssh.key_path", f"'{spec.ssh.key_path}' does not exist",
-                           "give the path of the private key, or omit key_path to use the generated cluster key"))
-    if spec.provider.type == "sandbox" and spec.ssh.user != "root":
-        out.append(Finding("warning", "ssh.user", f"'{spec.ssh.user}' is ignored by the sandbox",
-                           "sandbox nodes are reached as root"))
-    return out
+        return [Finding("error", "ssh.key_path", f"'{spec.ssh.key_path}' does not exist",
+                        "give the path of the private key, or omit key_path to use the generated cluster key")]
+    return []
 
 
 VALIDATORS: tuple[Validator, ...] = (
     check_group_names, check_group_size, check_host_names, check_addresses, check_roles, check_gpus,
-    check_partitions, check_versions, check_filesystem, check_sandbox, check_interconnect, check_ssh,
+    check_partitions, check_versions, check_filesystem, check_interconnect, check_ssh,
 )
 
 
-def semantic_findings(spec: ClusterSpec, extra: tuple[Validator, ...] = ()) -> list[Finding]:
-    """Run every validator (plus the provider's own) and return all findings, errors first."""
-    findings = [f for check in (*VALIDATORS, *extra) for f in check(spec)]
+def semantic_findings(spec: ClusterSpec) -> list[Finding]:
+    """Run every validator, then the provider's own checks, and return all findings, errors first."""
+    findings = [f for check in (*VALIDATORS, registry.checks(spec.provider.type)) for f in check(spec)]
     return sorted(findings, key=lambda f: f.level != "error")

@@ -13,7 +13,7 @@ import pytest
 from aws_support import BASE, FAST, REGION, Faults, require_loopback
 
 from provision.adaptors.aws import Aws
-from provision.providers.aws import AwsProvider
+from provision.providers.aws.provider import AwsProvider
 from provision.spec.model import ClusterSpec
 from provision.state import ClusterState
 

@@ -81,7 +81,7 @@ def test_crash_between_two_resources_then_up_resumes(make_spec, provider_for, fa
     with pytest.raises(SimulatedCrash):
         provider_for(spec).create()
     resumed = Aws("us-east-1", endpoint_url=moto_url, policy=FAST, sleep=lambda _: None)  # a new process
-    from provision.providers.aws import AwsProvider
+    from provision.providers.aws.provider import AwsProvider
 
     provider = AwsProvider(spec, provider_for(spec).state, aws=resumed)
     cluster = provider.create()
@@ -103,7 +103,7 @@ def test_crash_after_a_resource_was_made_but_not_recorded_adopts_it(make_spec, p
     with pytest.raises(SimulatedCrash):
         first.create()
     assert _ledger(first)["resources"][kind]["status"] == "creating"  # the intent was written before the call
-    from provision.providers.aws import AwsProvider
+    from provision.providers.aws.provider import AwsProvider
 
     resumed = Aws("us-east-1", endpoint_url=moto_url, policy=FAST, sleep=lambda _: None)
     AwsProvider(spec, first.state, aws=resumed).create()
@@ -121,7 +121,7 @@ def test_crash_after_run_instances_adopts_the_batch_instead_of_launching_twice(m
     with pytest.raises(SimulatedCrash):
         first.create()
     assert set(_ledger(first)["launches"]) == {"gpu"}
-    from provision.providers.aws import AwsProvider
+    from provision.providers.aws.provider import AwsProvider
 
     resumed = Aws("us-east-1", endpoint_url=moto_url, policy=FAST, sleep=lambda _: None)
     lines: list[str] = []
@@ -139,7 +139,7 @@ def test_crash_during_down_is_finished_by_the_next_down(make_spec, provider_for,
     provider_for(spec).create()
     dying = Aws("us-east-1", endpoint_url=moto_url, policy=FAST, sleep=lambda _: None)
     Faults(dying).crash_before("DeleteSubnet")
-    from provision.providers.aws import AwsProvider
+    from provision.providers.aws.provider import AwsProvider
 
     with pytest.raises(SimulatedCrash):
         AwsProvider(spec, provider_for(spec).state, aws=dying).destroy()

@@ -133,7 +133,7 @@ def test_up_refuses_a_name_another_machine_uses_in_the_region(make_spec, provide
     first = provider_for(make_spec())
     first.create()
     before = sorted(tagged(raw, "moto"))
-    from provision.providers.aws import AwsProvider
+    from provision.providers.aws.provider import AwsProvider
     from provision.state import ClusterState
 
     elsewhere = AwsProvider(make_spec(), ClusterState(tmp_path / "elsewhere", "moto"), aws=first.aws)

@@ -27,7 +27,7 @@ import yaml
 
 from provision.deploy.engine import DeployOptions, deploy
 from provision.deploy.records import DeployResult
-from provision.providers import get_provider
+from provision.lifecycle import get_provider
 from provision.state import ClusterState
 from provision.records import ClusterInfo
 from provision.spec.model import ClusterSpec

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from provision.errors import SandboxError
-from provision.providers import get_provider
+from provision.lifecycle import get_provider
 from provision.providers.sandbox import faults, layout, processes, record
 from provision.providers.sandbox import node as sandbox_node
 from provision.records import ClusterInfo

@@ -1,65 +1,7 @@
 """The aws provider: EC2 GPU instances with EFA in a cluster placement group, optionally FSx for Lustre.
 
-The Provider interface is implemented here; the work is split by concept: validation (spec only),
+config.py is its spec section; provider.py implements the Provider interface; the work is split by
+concept: validation (spec only),
 environment (read-only API checks; what they learn in facts, the vCPU quota in quota), network, security, placement, fsx, instances, create (up),
 teardown and audit (down), plan and prices. All AWS calls go through provision.adaptors.aws.
 """
-from __future__ import annotations
-
-from provision.adaptors.aws import Aws
-from provision.providers.aws import create as up
-from provision.providers.aws import environment, instances, nodes, plan, teardown, validation
-from provision.providers.aws.facts import Facts
-from provision.providers.aws.ledger import Ledger
-from provision.providers.base import Plan, Provider, Teardown
-from provision.records import ClusterInfo, Progress, silent
-from provision.spec.findings import Finding
-from provision.spec.model import ClusterSpec
-from provision.spec.topology import group_names
-from provision.state import ClusterState
-
-
-class AwsProvider(Provider):
-    """EC2 instances for every node group; all state in the cluster's aws.json, all resources tagged."""
-
-    name = "aws"
-
-    def __init__(self, spec: ClusterSpec, state: ClusterState, aws: Aws | None = None) -> None:
-        super().__init__(spec, state)
-        self.aws = aws or Aws(spec.provider.region)
-        self._facts: Facts | None = None
-
-    @classmethod
-    def validate(cls, spec: ClusterSpec) -> list[Finding]:
-        """Spec-only checks: instance types and GPUs, EFA, capacity, network, image, keys, FSx."""
-        return validation.findings(spec)
-
-    def check_environment(self) -> None:
-        """Read-only checks against the account (offerings, EFA, image, quota...) before anything is created."""
-        ledger = Ledger(self.state)
-        self._facts = environment.check(self.aws, self.spec, self._pending(ledger), ledger.facts.get("image"),
-                                        fresh=ledger.is_empty())
-
-    def plan(self) -> Plan:
-        """The resources `create` would make and an hourly estimate; no API call."""
-        return plan.build(self.spec)
-
-    def create(self, progress: Progress = silent) -> ClusterInfo:
-        """Make whatever does not exist yet (checking the environment first) and return the cluster."""
-        if self._facts is None:
-            self.check_environment()
-        return up.create(self.aws, self.spec, self.state, self._facts, progress)
-
-    def describe(self) -> ClusterInfo:
-        """Recorded instances with their live state and addresses (one filtered describe)."""
-        ledger = Ledger(self.state)
-        alive = instances.live(self.aws, self.spec.name) if ledger.instances else {}
-        return nodes.cluster_info(self.spec, self.state, ledger, alive)
-
-    def destroy(self, progress: Progress = silent, *, orphans: bool = False) -> Teardown:
-        """Remove everything in reverse order, then audit by tag; idempotent."""
-        return teardown.destroy(self.aws, Ledger(self.state), self.spec.name, progress, orphans=orphans)
-
-    def _pending(self, ledger: Ledger) -> dict[str, int]:
-        """group -> nodes without a recorded instance (what quota and reservations must still cover)."""
-        return {g.name: sum(1 for n in group_names(g) if n not in ledger.instances) for g in self.spec.node_groups}

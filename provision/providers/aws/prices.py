@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from provision.spec.model import FsxLustre
+from provision.providers.aws.config import FsxLustre
 
 HOURS_PER_MONTH = 730  # AWS converts monthly storage prices with 730 hours
 

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from provision.adaptors.aws import Aws
-from provision.providers.aws import AwsProvider, prices
+from provision.providers.aws import prices
+from provision.providers.aws.provider import AwsProvider
 from provision.spec.model import ClusterSpec
 from provision.state import ClusterState
 

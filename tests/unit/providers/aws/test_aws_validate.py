@@ -1,11 +1,11 @@
-"""AwsProvider.validate, table-driven: (change to a valid aws spec, the exact finding it must give)."""
+"""aws validation.findings, table-driven: (change to a valid aws spec, the exact finding it must give)."""
 from __future__ import annotations
 
 import copy
 
 import pytest
 
-from provision.providers.aws import AwsProvider
+from provision.providers.aws import validation
 from provision.spec.model import ClusterSpec
 from provision.spec.validators import semantic_findings
 
@@ -45,14 +45,14 @@ def _set(path: str, value):
 
 def test_the_base_spec_is_clean():
     spec = _spec()
-    assert AwsProvider.validate(spec) == []
-    assert semantic_findings(spec, (AwsProvider.validate,)) == []
+    assert validation.findings(spec) == []
+    assert semantic_findings(spec) == []
 
 
 def test_other_providers_get_no_aws_findings():
     spec = ClusterSpec.model_validate({"name": "s", "provider": {"type": "sandbox"}, "node_groups": [
         {"name": "n", "roles": ["controller", "compute"], "count": 1}]})
-    assert AwsProvider.validate(spec) == []
+    assert validation.findings(spec) == []
 
 
 CASES = [
@@ -166,5 +166,5 @@ CASES = [
 @pytest.mark.parametrize("changes, expected", CASES, ids=[c[1].split(":")[1].strip() + f"-{i}"
                                                           for i, c in enumerate(CASES)])
 def test_finding(changes, expected):
-    rendered = [f.render() for f in AwsProvider.validate(_spec(*changes))]
+    rendered = [f.render() for f in validation.findings(_spec(*changes))]
     assert rendered == [expected]

@@ -1,0 +1,54 @@
+"""The aws provider's Provider: EC2 instances for every node group, all state in aws.json, all resources tagged."""
+from __future__ import annotations
+
+from provision.adaptors.aws import Aws
+from provision.providers.aws import create as up
+from provision.providers.aws import environment, instances, nodes, plan, teardown
+from provision.providers.aws.facts import Facts
+from provision.providers.aws.ledger import Ledger
+from provision.providers.base import Plan, Provider, Teardown
+from provision.records import ClusterInfo, Progress, silent
+from provision.spec.model import ClusterSpec
+from provision.spec.topology import group_names
+from provision.state import ClusterState
+
+
+class AwsProvider(Provider):
+    """EC2 instances for every node group; all state in the cluster's aws.json, all resources tagged."""
+
+    name = "aws"
+
+    def __init__(self, spec: ClusterSpec, state: ClusterState, aws: Aws | None = None) -> None:
+        super().__init__(spec, state)
+        self.aws = aws or Aws(spec.provider.region)
+        self._facts: Facts | None = None
+
+    def check_environment(self) -> None:
+        """Read-only checks against the account (offerings, EFA, image, quota...) before anything is created."""
+        ledger = Ledger(self.state)
+        self._facts = environment.check(self.aws, self.spec, self._pending(ledger), ledger.facts.get("image"),
+                                        fresh=ledger.is_empty())
+
+    def plan(self) -> Plan:
+        """The resources `create` would make and an hourly estimate; no API call."""
+        return plan.build(self.spec)
+
+    def create(self, progress: Progress = silent) -> ClusterInfo:
+        """Make whatever does not exist yet (checking the environment first) and return the cluster."""
+        if self._facts is None:
+            self.check_environment()
+        return up.create(self.aws, self.spec, self.state, self._facts, progress)
+
+    def describe(self) -> ClusterInfo:
+        """Recorded instances with their live state and addresses (one filtered describe)."""
+        ledger = Ledger(self.state)
+        alive = instances.live(self.aws, self.spec.name) if ledger.instances else {}
+        return nodes.cluster_info(self.spec, self.state, ledger, alive)
+
+    def destroy(self, progress: Progress = silent, *, orphans: bool = False) -> Teardown:
+        """Remove everything in reverse order, then audit by tag; idempotent."""
+        return teardown.destroy(self.aws, Ledger(self.state), self.spec.name, progress, orphans=orphans)
+
+    def _pending(self, ledger: Ledger) -> dict[str, int]:
+        """group -> nodes without a recorded instance (what quota and reservations must still cover)."""
+        return {g.name: sum(1 for n in group_names(g) if n not in ledger.instances) for g in self.spec.node_groups}
