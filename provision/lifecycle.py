@@ -1,21 +1,44 @@
-"""The cluster lifecycle as library calls: plan, up (resumable stages), status, down."""
+"""The cluster lifecycle as library calls: plan, up (resumable stages), preflight, deploy, certify, status, down.
+
+Everything the CLI does goes through here, and a Python session can do the same without it:
+
+    from provision import lifecycle
+    from provision.spec import load_spec
+
+    spec = load_spec(Path("cluster.yaml"))
+    result = lifecycle.up(spec)                           # UpResult: the cluster and each stage's record
+    run = lifecycle.certify(spec)                         # CertifyRun: the report and where it was written
+    teardown = lifecycle.down(spec)                       # Teardown: what was removed, what is left
+
+`up` runs STAGES in order; each is a library call that returns a typed record. A caller watches through one
+`UpView` (status lines, live deploy progress, each record as its stage ends); a failed stage raises after its
+record was shown, and the next `up` resumes there.
+"""
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from provision import hardware, inventory
+from provision.certify.run import CertifyOptions, CertifyRun, certify as run_certify
+from provision.deploy import engine
+from provision.deploy.events import OnUpdate, PlayProgress
+from provision.deploy.records import DeployResult
+from provision.errors import CertifyError, DeployError, PreflightError, ProvisionError
+from provision.lock import cluster_lock
 from provision.preflight import DEFAULT_CONCURRENCY, run_preflight
 from provision.preflight.records import PreflightReport
-from provision.lock import cluster_lock
 from provision.providers import registry
 from provision.providers.base import Plan, Provider, Teardown
 from provision.records import ClusterInfo, Progress, silent
+from provision.remote import CommandResult, pick_node, run_on
 from provision.spec.model import ClusterSpec
 from provision.spec.topology import planned_nodes
 from provision.state import ClusterState
 
-STAGES = ("nodes", "inventory", "preflight", "deploy", "certify")
+STAGES = ("nodes", "preflight", "inventory", "deploy", "certify")  # the order `up` runs them in
+ALWAYS = ("nodes", "inventory")  # run on every `up`: creating is idempotent, the inventory follows the nodes
+SKIPPABLE = ("preflight", "certify")
 
 
 def get_provider(spec: ClusterSpec) -> Provider:
@@ -25,11 +48,11 @@ def get_provider(spec: ClusterSpec) -> Provider:
 
 def planned_cluster(spec: ClusterSpec) -> ClusterInfo:
     """The cluster as the spec describes it, before any node exists."""
-    provider = get_provider(spec)
-    key = spec.ssh.key_path.expanduser() if spec.ssh.key_path else provider.state.ssh_key_path
+    state = ClusterState.for_spec(spec)
+    key = spec.ssh.key_path.expanduser() if spec.ssh.key_path else state.ssh_key_path
     return ClusterInfo(name=spec.name, provider=spec.provider.type, nodes=tuple(planned_nodes(spec)),
                        ssh_user=spec.provider.ssh_user(spec.ssh.user), ssh_key_path=key,
-                       known_hosts_path=provider.state.known_hosts_path, sandbox=spec.provider.simulated)
+                       known_hosts_path=state.known_hosts_path, sandbox=spec.provider.simulated)
 
 
 def current_cluster(spec: ClusterSpec) -> ClusterInfo:
@@ -38,77 +61,47 @@ def current_cluster(spec: ClusterSpec) -> ClusterInfo:
     return provider.describe() if provider.state.exists() else planned_cluster(spec)
 
 
+def plan(spec: ClusterSpec) -> Plan:
+    """What `up` would create; no side effects."""
+    return get_provider(spec).plan()
+
+
+def status(spec: ClusterSpec) -> ClusterInfo:
+    """The cluster's nodes and their live state."""
+    return current_cluster(spec)
+
+
+def write_inventory(spec: ClusterSpec, out_dir: Path) -> list[Path]:
+    """Render the Ansible inventory of the cluster as it is now into a directory; the files written."""
+    return inventory.write(spec, current_cluster(spec), out_dir)
+
+
+def run_command(spec: ClusterSpec, node: str | None, command: str) -> CommandResult:
+    """Run a command on a node (default: the controller) over SSH with the cluster's key, host key verified."""
+    cluster = current_cluster(spec)
+    return run_on(cluster, pick_node(cluster, node), command)
+
+
 def preflight(spec: ClusterSpec, cluster: ClusterInfo | None = None, accept_new_host_keys: bool = False,
               concurrency: int = DEFAULT_CONCURRENCY) -> PreflightReport:
     """Check every node over SSH and record what hardware each one has (Slurm's node definitions use it)."""
     cluster = cluster or current_cluster(spec)
-    state = get_provider(spec).state
+    state = ClusterState.for_spec(spec)
     with cluster_lock(state, "preflight"):  # it records the nodes' hardware in the cluster's state
         report = run_preflight(cluster, accept_new_host_keys, concurrency)
         hardware.record(state, report.hardware())
     return report
 
 
-def plan(spec: ClusterSpec) -> Plan:
-    """What `up` would create; no side effects."""
-    return get_provider(spec).plan()
+def deploy(spec: ClusterSpec, options: engine.DeployOptions = engine.DeployOptions(),
+           on_update: OnUpdate | None = None) -> DeployResult:
+    """Run the roles on the cluster as it is now (the inventory rendered first); failed hosts are in the result."""
+    return engine.deploy(spec, current_cluster(spec), options, on_update)
 
 
-@dataclass
-class UpOptions:
-    """Which stages `up` runs, and how."""
-
-    redo: tuple[str, ...] = ()  # stages to run again even if done
-    skip: tuple[str, ...] = ()  # stages not to run at all
-
-
-@dataclass
-class UpResult:
-    """What `up` did, stage by stage."""
-
-    cluster: ClusterInfo
-    ran: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    outcomes: dict[str, object] = field(default_factory=dict)
-
-
-StageRunner = Callable[[ClusterSpec, ClusterInfo, Progress], object]
-
-
-def _ensure_nodes(spec: ClusterSpec, provider: Provider, progress: Progress) -> ClusterInfo:
-    """Create the nodes (the provider is idempotent, so this always runs) and write the inventory."""
-    provider.check_environment()
-    cluster = provider.create(progress)
-    provider.state.mark_stage("nodes")
-    inventory.write(spec, cluster, provider.state.inventory_dir)
-    provider.state.mark_stage("inventory")
-    return cluster
-
-
-def up(spec: ClusterSpec, later_stages: dict[str, StageRunner], options: UpOptions = UpOptions(),
-       progress: Progress = silent) -> UpResult:
-    """Bring the cluster up under its lock; each later stage that finished before is not redone unless asked."""
-    provider = get_provider(spec)
-    with cluster_lock(provider.state, "up", progress):
-        return _up(spec, provider, later_stages, options, progress)
-
-
-def _up(spec: ClusterSpec, provider: Provider, later_stages: dict[str, StageRunner], options: UpOptions,
-        progress: Progress) -> UpResult:
-    """The stages of `up`, in order."""
-    for stage in options.redo:
-        provider.state.mark_stage(stage, done=False)
-    cluster = _ensure_nodes(spec, provider, progress)
-    result = UpResult(cluster, ran=["nodes", "inventory"])
-    for stage, runner in later_stages.items():
-        if stage in options.skip or provider.state.stage_done(stage):
-            result.skipped.append(stage)
-            continue
-        progress(f"stage {stage}")
-        result.outcomes[stage] = runner(spec, cluster, progress)
-        provider.state.mark_stage(stage)
-        result.ran.append(stage)
-    return result
+def certify(spec: ClusterSpec, options: CertifyOptions = CertifyOptions(), progress: Progress = silent) -> CertifyRun:
+    """Measure the running cluster and write its reports; a failed check is in the result, never raised."""
+    return run_certify(spec, current_cluster(spec), options, progress)
 
 
 def down(spec: ClusterSpec, progress: Progress = silent, *, orphans: bool = False) -> Teardown:
@@ -121,6 +114,134 @@ def down(spec: ClusterSpec, progress: Progress = silent, *, orphans: bool = Fals
     return teardown
 
 
-def status(spec: ClusterSpec) -> ClusterInfo:
-    """The cluster's nodes and their live state."""
-    return current_cluster(spec)
+# -- up ------------------------------------------------------------------------------------------------------
+
+
+class UpView:
+    """How a caller watches `up`; every method does nothing here, a view overrides what it shows."""
+
+    def line(self, text: str) -> None:
+        """One status line."""
+
+    def stage_started(self, stage: str) -> None:
+        """A stage begins (a later stage only when it is not skipped)."""
+
+    def deploy_progress(self, progress: PlayProgress) -> None:
+        """The deploy stage's live state: play, task, each host's latest result."""
+
+    def stage_finished(self, stage: str, record: object | None) -> None:
+        """A stage ended with its record (None when it raised); if the record is a failure, `up` raises next."""
+
+
+@dataclass
+class UpOptions:
+    """Which stages `up` runs, and how."""
+
+    redo: tuple[str, ...] = ()  # stages to run again even if done
+    skip: tuple[str, ...] = ()  # stages not to run at all (preflight, certify)
+
+
+@dataclass
+class UpResult:
+    """What `up` did, stage by stage: the cluster, the stages run and skipped, and each stage's record."""
+
+    cluster: ClusterInfo
+    ran: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    outcomes: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class _Run:
+    """One `up` in progress: what every stage needs."""
+
+    spec: ClusterSpec
+    provider: Provider
+    view: UpView
+    todo: tuple[str, ...]  # the stages this `up` runs
+    cluster: ClusterInfo | None = None
+
+    @property
+    def state(self) -> ClusterState:
+        return self.provider.state
+
+
+def _nodes(run: _Run) -> ClusterInfo:
+    """Create the nodes (the provider is idempotent, so this runs on every `up`)."""
+    run.provider.check_environment()
+    run.cluster = run.provider.create(run.view.line)
+    return run.cluster
+
+
+def _preflight(run: _Run) -> PreflightReport:
+    """Check every node and record its hardware."""
+    report = preflight(run.spec, run.cluster)
+    if not report.failed_nodes:
+        run.view.line(f"preflight passed on {len(report.nodes)} nodes in {report.elapsed_s:.1f} s")
+    return report
+
+
+def _inventory(run: _Run) -> list[Path]:
+    """Render the inventory once, after preflight recorded the hardware Slurm's node definitions come from (a deploy
+    about to run reads what is still missing, as `provision deploy` does)."""
+    return engine.write_inventory(run.spec, run.cluster, run.state, read_hardware="deploy" in run.todo)
+
+
+def _deploy(run: _Run) -> DeployResult:
+    """Run the roles on the inventory the inventory stage rendered."""
+    return engine.deploy(run.spec, run.cluster, engine.DeployOptions(render_inventory=False),
+                         run.view.deploy_progress)
+
+
+def _certify(run: _Run) -> CertifyRun:
+    """Certify at the spec's level (quick by default)."""
+    return run_certify(run.spec, run.cluster, CertifyOptions(level=run.spec.certify.level), run.view.line)
+
+
+STAGE_CALLS = {"nodes": _nodes, "preflight": _preflight, "inventory": _inventory, "deploy": _deploy,
+               "certify": _certify}
+
+
+def failure(stage: str, record: object) -> ProvisionError | None:
+    """The error that stops `up` when a stage's record is a failure (the stage is then not marked done)."""
+    if isinstance(record, PreflightReport) and record.failed_nodes:
+        return PreflightError(f"preflight failed on {', '.join(record.failed_nodes)}",
+                              hint="fix the nodes, or pass --skip-preflight")
+    if isinstance(record, DeployResult) and not record.ok:
+        return DeployError(f"deploy failed on {', '.join(record.failed_hosts) or 'the run'}",
+                           hint=f"fix it, then `provision up` resumes (artifacts: {record.artifacts_dir})")
+    if isinstance(record, CertifyRun) and not record.ok:
+        where = record.paths.html if record.paths else "the report"
+        return CertifyError(f"certification failed on {', '.join(record.failed_nodes) or 'the cluster'}",
+                            hint=f"see {where}; fix the nodes, then `provision up` certifies again "
+                                 "(or `provision certify SPEC`)")
+    return None
+
+
+def up(spec: ClusterSpec, options: UpOptions = UpOptions(), view: UpView | None = None) -> UpResult:
+    """Bring the cluster up under its lock, stage by stage; a later stage finished before is not redone unless asked."""
+    provider, view = get_provider(spec), view or UpView()
+    with cluster_lock(provider.state, "up", view.line):
+        for stage in options.redo:
+            provider.state.mark_stage(stage, done=False)
+        skipped = [s for s in STAGES if s not in ALWAYS and (s in options.skip or provider.state.stage_done(s))]
+        run = _Run(spec, provider, view, todo=tuple(s for s in STAGES if s not in skipped))
+        outcomes = {stage: _stage(run, stage) for stage in run.todo}
+        return UpResult(run.cluster, ran=list(outcomes), skipped=skipped, outcomes=outcomes)
+
+
+def _stage(run: _Run, stage: str) -> object:
+    """Run one stage, show its record, stop on a failure, else record the stage as done."""
+    if stage not in ALWAYS:
+        run.view.line(f"stage {stage}")
+    run.view.stage_started(stage)
+    record = None
+    try:
+        record = STAGE_CALLS[stage](run)
+    finally:
+        run.view.stage_finished(stage, record)  # None: the stage raised
+    error = failure(stage, record)
+    if error is not None:
+        raise error
+    run.state.mark_stage(stage)
+    return record

@@ -1,20 +1,18 @@
-"""Commands that act on a cluster's nodes: plan, up, down, status."""
+"""Commands that act on a cluster's nodes: plan, up, down, status, exec."""
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from provision import lifecycle
+from provision.cli.options import (CommandArg, JsonOpt, NodeOpt, OrphansOpt, QuietOpt, RedoOpt, SkipCertifyOpt,
+                                   SkipPreflightOpt, SpecArg)
 from provision.cli.output import err, escape, out, print_json, progress_printer
-from provision.cli.spec_cmds import SpecArg
+from provision.cli.up_view import TerminalUpView
 from provision.errors import EXIT_FAILED
 from provision.spec import load_spec
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines (CI logs)")]
 
 
 def plan(spec: SpecArg, json_out: JsonOpt = False) -> None:
@@ -47,14 +45,7 @@ def status(spec: SpecArg, json_out: JsonOpt = False) -> None:
     out.print(table)
 
 
-def down(
-    spec: SpecArg,
-    orphans: Annotated[bool, typer.Option(
-        "--orphans", help="also remove cloud resources tagged with the cluster's name that this machine's "
-                          "state does not record (after a lost state directory)")] = False,
-    quiet: QuietOpt = False,
-    json_out: JsonOpt = False,
-) -> None:
+def down(spec: SpecArg, orphans: OrphansOpt = False, quiet: QuietOpt = False, json_out: JsonOpt = False) -> None:
     """Remove everything the cluster's provider created, then prove nothing is left."""
     teardown = lifecycle.down(load_spec(spec), progress_printer(quiet or json_out), orphans=orphans)
     if json_out:
@@ -72,18 +63,16 @@ def down(
 
 def up(
     spec: SpecArg,
-    redo: Annotated[list[str], typer.Option("--redo", help="run a finished stage again (repeatable)")] = [],
-    skip_preflight: Annotated[bool, typer.Option("--skip-preflight", help="do not check nodes first")] = False,
-    skip_certify: Annotated[bool, typer.Option("--skip-certify", help="do not certify at the end")] = False,
+    redo: RedoOpt = [],
+    skip_preflight: SkipPreflightOpt = False,
+    skip_certify: SkipCertifyOpt = False,
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Create the nodes, render the inventory, then preflight, deploy and certify (resumable)."""
-    from provision.cli.stages import later_stages  # deferred: stages import the deploy command
-
+    """Create the nodes, preflight them, render the inventory, deploy and certify (resumable)."""
     skip = tuple(s for s, off in (("preflight", skip_preflight), ("certify", skip_certify)) if off)
-    result = lifecycle.up(load_spec(spec), later_stages(quiet=quiet or json_out),
-                          lifecycle.UpOptions(redo=tuple(redo), skip=skip), progress_printer(quiet or json_out))
+    result = lifecycle.up(load_spec(spec), lifecycle.UpOptions(redo=tuple(redo), skip=skip),
+                          TerminalUpView(quiet=quiet or json_out))
     if json_out:
         print_json({"cluster": result.cluster.model_dump(mode="json"), "ran": result.ran, "skipped": result.skipped})
         return
@@ -91,16 +80,9 @@ def up(
               f"ran {', '.join(result.ran)}" + (f"; skipped {', '.join(result.skipped)}" if result.skipped else ""))
 
 
-def exec_(
-    spec: SpecArg,
-    command: Annotated[list[str], typer.Argument(help="the command and its arguments (after --)")],
-    node: Annotated[str | None, typer.Option("--node", "-n", help="node name (default: the controller)")] = None,
-) -> None:
+def exec_(spec: SpecArg, command: CommandArg, node: NodeOpt = None) -> None:
     """Run a command on a node over SSH (host key verified) and pass through its output and exit code."""
-    from provision.remote import pick_node, run_on
-
-    cluster = lifecycle.current_cluster(load_spec(spec))
-    result = run_on(cluster, pick_node(cluster, node), " ".join(command))
+    result = lifecycle.run_command(load_spec(spec), node, " ".join(command))
     typer.echo(result.stdout, nl=False)
     if result.stderr:
         typer.echo(result.stderr, nl=False, err=True)

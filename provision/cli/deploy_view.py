@@ -23,26 +23,37 @@ def _live_renderable(progress: PlayProgress) -> Group:
     return Group(header, hosts)
 
 
-class LiveDeployView:
-    """A context manager whose update() is the engine's on_update callback."""
+class DeployWatch:
+    """The engine's on_update callback as the terminal shows it: a live view on a terminal, one line per new task
+    otherwise (CI logs), nothing for --json. start() and stop() bracket the run (or use it as a context manager)."""
 
-    def __init__(self, enabled: bool) -> None:
-        self._live = Live(console=err, refresh_per_second=4, transient=True) if enabled else None
-        self._last_task = ""
+    def __init__(self, quiet: bool, json_out: bool) -> None:
+        live = not quiet and not json_out and err.is_terminal
+        self._live = Live(console=err, refresh_per_second=4, transient=True) if live else None
+        self._lines = not live and not json_out
+        self._seen: set[str] = set()
 
-    def __enter__(self) -> "LiveDeployView":
+    def start(self) -> None:
         if self._live:
-            self._live.__enter__()
+            self._live.start()
+
+    def stop(self) -> None:
+        if self._live:
+            self._live.stop()
+
+    def __enter__(self) -> DeployWatch:
+        self.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._live:
-            self._live.__exit__(*exc)
+        self.stop()
 
     def update(self, progress: PlayProgress) -> None:
-        """Redraw on every event (rich throttles the terminal writes)."""
+        """Redraw on every event (rich throttles the terminal writes), or print a task's first line."""
         if self._live:
             self._live.update(_live_renderable(progress))
+        elif self._lines:
+            quiet_lines(progress, self._seen)
 
 
 def quiet_lines(progress: PlayProgress, seen: set[str]) -> None:

@@ -33,6 +33,7 @@ class DeployOptions:
     check: bool = False
     retry_failed: bool = False
     playbook: str = SITE_PLAYBOOK
+    render_inventory: bool = True  # False: the caller rendered it for this cluster just before (`up`)
 
 
 def _limit(state: ClusterState, options: DeployOptions) -> str | None:
@@ -62,6 +63,15 @@ def _run_dir_name(options: DeployOptions) -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 1_000_000:06d}-{mode}"
 
 
+def write_inventory(spec: ClusterSpec, cluster: ClusterInfo, state: ClusterState, *,
+                    read_hardware: bool = True) -> list[Path]:
+    """The inventory Ansible reads, Slurm's node definitions from recorded hardware (`read_hardware`: read it now
+    over SSH for compute nodes that have none recorded)."""
+    if read_hardware:
+        ensure_hardware(state, cluster)
+    return inventory.write(spec, cluster, state.inventory_dir)
+
+
 def deploy(spec: ClusterSpec, cluster: ClusterInfo, options: DeployOptions = DeployOptions(),
            on_update: OnUpdate | None = None) -> DeployResult:
     """Run the site playbook on the cluster under its lock; never raises for failed hosts (they are in the result)."""
@@ -75,8 +85,8 @@ def _deploy(spec: ClusterSpec, cluster: ClusterInfo, state: ClusterState, option
     """Render the inventory and ansible.cfg, run the playbook, record the failed hosts."""
     limit = _limit(state, options)
     secrets.ensure_secrets(state)
-    ensure_hardware(state, cluster)
-    inventory.write(spec, cluster, state.inventory_dir)
+    if options.render_inventory:
+        write_inventory(spec, cluster, state)
     private_dir = state.runs_dir / _run_dir_name(options)
     would_run = private_dir / WOULD_RUN_FILE
     run = PlaybookRun(

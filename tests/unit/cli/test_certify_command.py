@@ -1,4 +1,4 @@
-"""`provision up` ends with certify; `provision certify` renders, writes JSON, exits 1 on a fail."""
+"""`provision certify` renders, writes JSON, exits 1 on a fail and drains when asked."""
 from __future__ import annotations
 
 import json
@@ -10,9 +10,9 @@ from typer.testing import CliRunner
 from provision.certify.records import CheckResult, ClusterReport, NodeResult
 from provision.certify.report import ReportPaths
 from provision.certify.run import CertifyOptions, CertifyRun
-from provision.cli import certify_cmd, stages
+from provision import lifecycle
+from provision.cli import certify_cmd
 from provision.cli.main import app
-from provision.errors import CertifyError
 from provision.records import ClusterInfo, NodeInfo
 from provision.spec.model import ClusterSpec
 
@@ -36,53 +36,19 @@ def result(verdict: str) -> CertifyRun:
     return CertifyRun(report, PATHS, drained={"node02": "certify: slurm.slurmd"} if verdict == "fail" else {})
 
 
-def test_up_runs_certify_last():
-    assert list(stages.later_stages()) == ["preflight", "deploy", "certify"]
-
-
-@pytest.fixture
-def calls(monkeypatch):
-    seen = []
-
-    def fake(verdict):
-        def certify(spec, cluster, options, progress=None):
-            seen.append(options)
-            return result(verdict)
-        monkeypatch.setattr(stages, "certify", certify)
-    return seen, fake
-
-
-def test_certify_stage_passes_and_keeps_the_report_paths(calls, capsys):
-    seen, fake = calls
-    fake("pass")
-    outcome = stages.later_stages(quiet=True)["certify"](SPEC, CLUSTER, lambda line: None)
-    assert outcome.paths == PATHS and seen == [CertifyOptions(level="standard")]
-    assert capsys.readouterr().out == ""  # quiet: no table on success
-
-
-def test_failed_certify_stops_up_with_the_report_shown(calls, capsys):
-    _, fake = calls
-    fake("fail")
-    with pytest.raises(CertifyError, match="certification failed on node02") as raised:
-        stages.later_stages(quiet=False)["certify"](SPEC, CLUSTER, lambda line: None)
-    assert "/r/report.html" in str(raised.value)
-    shown = capsys.readouterr().out
-    assert "slurm.slurmd" in shown and "/r/report.json" in shown
-
-
 @pytest.fixture
 def cli(monkeypatch, tmp_path):
     spec = tmp_path / "cluster.yaml"
     spec.write_text("unused")
     monkeypatch.setattr(certify_cmd, "load_spec", lambda path: SPEC)
-    monkeypatch.setattr(certify_cmd.lifecycle, "current_cluster", lambda s: CLUSTER)
+    monkeypatch.setattr(lifecycle, "current_cluster", lambda s: CLUSTER)
     seen = []
 
     def invoke(verdict, *args):
         def certify(spec_, cluster, options, progress=None):
             seen.append(options)
             return result(verdict)
-        monkeypatch.setattr(certify_cmd, "run_certify", certify)
+        monkeypatch.setattr(lifecycle, "run_certify", certify)
         return CliRunner().invoke(app, ["certify", str(spec), *args])
     return invoke, seen
 

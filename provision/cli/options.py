@@ -1,0 +1,44 @@
+"""Every argument and option the commands take, as annotated types (one place, so commands read alike)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+SpecArg = Annotated[Path, typer.Argument(help="the cluster spec (YAML)", show_default=False)]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
+FindingsJsonOpt = Annotated[bool, typer.Option("--json", help="findings as JSON")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines (CI logs)")]
+
+# init
+ProviderOpt = Annotated[str, typer.Option("--provider", "-p", help="sandbox | static | aws")]
+InitOutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")]
+NameOpt = Annotated[str, typer.Option(help="cluster name")]
+ForceOpt = Annotated[bool, typer.Option(help="overwrite an existing file")]
+# inventory
+InventoryOutputOpt = Annotated[Path, typer.Option("--output", "-o", help="directory to write the inventory into")]
+# up
+RedoOpt = Annotated[list[str], typer.Option("--redo", help="run a finished stage again (repeatable)")]
+SkipPreflightOpt = Annotated[bool, typer.Option("--skip-preflight", help="do not check nodes first")]
+SkipCertifyOpt = Annotated[bool, typer.Option("--skip-certify", help="do not certify at the end")]
+# down
+OrphansOpt = Annotated[bool, typer.Option(
+    "--orphans", help="also remove cloud resources tagged with the cluster's name that this machine's "
+                      "state does not record (after a lost state directory)")]
+# exec
+CommandArg = Annotated[list[str], typer.Argument(help="the command and its arguments (after --)")]
+NodeOpt = Annotated[str | None, typer.Option("--node", "-n", help="node name (default: the controller)")]
+# preflight
+AcceptOpt = Annotated[bool, typer.Option("--accept-new-host-keys", help="record the host key of a first contact")]
+ConcurrencyOpt = Annotated[int, typer.Option(help="nodes checked at once")]
+# deploy
+TagsOpt = Annotated[str | None, typer.Option("--tags", help="only roles/tasks with these tags")]
+LimitOpt = Annotated[str | None, typer.Option("--limit", help="only these hosts (Ansible pattern)")]
+CheckOpt = Annotated[bool, typer.Option("--check", help="plan: check mode with diff, change nothing")]
+RetryOpt = Annotated[bool, typer.Option("--retry-failed", help="rerun only last run's failed hosts")]
+# certify
+LevelOpt = Annotated[str, typer.Option("--level", "-l", help="quick (under a minute), standard (GPU benchmarks, "
+                                                             "NCCL; ~10 min), full (burn-in)")]
+DrainOpt = Annotated[bool, typer.Option("--drain-failed", help="drain failed nodes in Slurm, naming the checks")]
