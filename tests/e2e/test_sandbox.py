@@ -5,6 +5,7 @@ Tests run in file order; the teardown test comes last."""
 from __future__ import annotations
 
 import os
+import sys
 import socket
 import subprocess
 import time
@@ -17,8 +18,8 @@ from provision.lifecycle import get_provider
 from provision.providers.sandbox import faults, layout, processes, record
 from provision.providers.sandbox import node as sandbox_node
 from provision.records import ClusterInfo
-from provision.spec.loader import parse_yaml
 from provision.spec.model import ClusterSpec
+from provision.spec.reader import parse_yaml
 
 pytestmark = pytest.mark.e2e
 
@@ -152,7 +153,7 @@ def test_apt_install_goes_through_the_proxy(cluster, provider):
 
 
 def test_ansible_sees_systemd_and_can_set_the_hostname(cluster):
-    ansible = Path(os.environ.get("VIRTUAL_ENV", Path(__file__).resolve().parents[2] / ".venv")) / "bin" / "ansible"
+    ansible = Path(sys.executable).parent / "ansible"  # beside the interpreter running the tests
     node = cluster.nodes[2]
     env = {**os.environ, "ANSIBLE_HOST_KEY_CHECKING": "True", "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
            "ANSIBLE_SSH_ARGS": f"-o UserKnownHostsFile={cluster.known_hosts_path} -o StrictHostKeyChecking=yes"}
