@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 from provision import lifecycle
-from provision.preflight import run_preflight
 from provision.lifecycle import get_provider
-from provision.spec import load_spec
+from provision.preflight import run_preflight
+from provision.spec.loader import load_spec
 
 SPEC = """\
 name: pfbench

@@ -51,8 +51,8 @@ def render(spec: ClusterSpec, cluster: ClusterInfo) -> dict[str, str]:
         "controller": cluster.controller.name,
         "slurm_nodes": slurm_layout.node_entries(cluster, recorded),
         "slurm_partitions": slurm_layout.partition_entries(cluster, recorded),
-        "munge_key_file": str(state.munge_key_path),
-        "db_password_file": str(state.db_password_path),
+        "munge_key_file": str(state.secrets.munge_key),
+        "db_password_file": str(state.secrets.db_password),
     }
     cluster_vars = env.get_template("inventory/cluster.yml.j2").render(**context)
     return {"hosts.yml": hosts, "group_vars/all/cluster.yml": cluster_vars}

@@ -3,7 +3,7 @@
 Everything the CLI does goes through here, and a Python session can do the same without it:
 
     from provision import lifecycle
-    from provision.spec import load_spec
+    from provision.spec.loader import load_spec
 
     spec = load_spec(Path("cluster.yaml"))
     result = lifecycle.up(spec)                           # UpResult: the cluster and each stage's record
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from provision import hardware, inventory
-from provision.certify.run import CertifyOptions, CertifyRun, certify as run_certify
+from provision.certify.control.run import CertifyOptions, CertifyRun, certify as run_certify
 from provision.deploy import engine
 from provision.deploy.events import OnUpdate, PlayProgress
 from provision.deploy.records import DeployResult
@@ -39,6 +39,11 @@ from provision.state import ClusterState
 STAGES = ("nodes", "preflight", "inventory", "deploy", "certify")  # the order `up` runs them in
 ALWAYS = ("nodes", "inventory")  # run on every `up`: creating is idempotent, the inventory follows the nodes
 SKIPPABLE = ("preflight", "certify")
+
+
+def provider_names() -> tuple[str, ...]:
+    """The providers a spec may name (provider.type)."""
+    return registry.names()
 
 
 def get_provider(spec: ClusterSpec) -> Provider:

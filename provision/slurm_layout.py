@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from provision import hostlist
-from provision.gpus import GPU_MODELS
+from provision.certify.probe.gpus import GPU_MODELS
 from provision.hardware import NodeHardware
 from provision.records import ClusterInfo, NodeInfo
 

@@ -8,6 +8,7 @@ import json
 import os
 import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from provision.errors import StateError
@@ -24,6 +25,15 @@ def state_root(configured: Path | None = None) -> Path:
         return Path(os.environ[ENV_STATE_DIR]).expanduser()
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "gpu-provision"
+
+
+@dataclass(frozen=True)
+class SecretPaths:
+    """Where a cluster's secrets live: files 0400 in a 0700 folder, made by deploy.secrets, never printed."""
+
+    directory: Path
+    munge_key: Path  # the munge role copies it to every node
+    db_password: Path  # slurmdbd's accounting database password
 
 
 class ClusterState:
@@ -70,19 +80,10 @@ class ClusterState:
         return self.path / "reports"
 
     @property
-    def secrets_dir(self) -> Path:
-        """The cluster's secrets (munge key, accounting database password), 0400 inside the 0700 directory."""
-        return self.path / "secrets"
-
-    @property
-    def munge_key_path(self) -> Path:
-        """The munge key file that the munge role copies to every node."""
-        return self.secrets_dir / "munge.key"
-
-    @property
-    def db_password_path(self) -> Path:
-        """The slurmdbd database password file."""
-        return self.secrets_dir / "slurmdbd.password"
+    def secrets(self) -> SecretPaths:
+        """The cluster's secrets: the munge key and the accounting database password."""
+        folder = self.path / "secrets"
+        return SecretPaths(folder, munge_key=folder / "munge.key", db_password=folder / "slurmdbd.password")
 
     def exists(self) -> bool:
         """Whether anything was ever created for this cluster."""

@@ -1,9 +1,10 @@
-"""What the certify role ships to every node: the probe's modules, gpubench.cu and the nvidia-ml-py wheel.
+"""What the certify role ships to every node: the node-side package, gpubench.cu and the nvidia-ml-py wheel.
 
-The probe runs in its own venv on the node, without the rest of gpu-provision's dependencies, so only
-the modules it imports are copied (PROBE_MODULES; a unit test proves the list is complete by running
-the probe from a staged copy). The nvidia-ml-py wheel is fetched once by the control node into a cache
-folder (nodes may have no route to PyPI) and installed on the nodes with `pip --no-index`.
+The probe runs in its own venv on the node, without the rest of gpu-provision's dependencies: what ships is the
+node-side package `provision.certify.probe`, found by walking its folder, plus the two package markers above it
+(a unit test proves the package imports only the standard library and nvidia-ml-py, and runs alone). The
+nvidia-ml-py wheel is fetched once by the control node into a cache folder (nodes may have no route to PyPI) and
+installed on the nodes with `pip --no-index`.
 
 The role calls `python -m provision.certify.bundle CACHE_DIR [--wheel FILE]` on the control node and
 reads the one JSON line it prints: {"probe_dir", "source_dir", "wheel", "nvml_version", "downloaded"}.
@@ -24,18 +25,7 @@ import provision
 from provision.errors import CertifyError, ProvisionError
 
 NVML_DISTRIBUTION = "nvidia-ml-py"
-# Every module the probe imports (python -m provision.certify.probe); nothing else is shipped.
-PROBE_MODULES: tuple[str, ...] = (
-    "provision", "provision.adaptors", "provision.adaptors.nvml", "provision.gpus",
-    "provision.certify", "provision.certify.records", "provision.certify.expect", "provision.certify.xid",
-    "provision.certify.health", "provision.certify.health.context", "provision.certify.health.links",
-    "provision.certify.health.memory", "provision.certify.health.node", "provision.certify.health.state",
-    "provision.certify.probe", "provision.certify.probe.__main__", "provision.certify.probe.bench",
-    "provision.certify.probe.collect", "provision.certify.probe.fs", "provision.certify.probe.system",
-    "provision.certify.probe.pci", "provision.certify.health.topology", "provision.certify.health.xid_catalog",
-    "provision.certify.probe.dcgm", "provision.certify.parsers", "provision.certify.parsers.dcgm",
-    "provision.certify.parsers.errors",
-)
+NODE_PACKAGE = "provision.certify.probe"  # everything that runs on a node; nothing else is shipped
 SOURCES: tuple[str, ...] = ("certify/gpubench/gpubench.cu",)  # built on GPU nodes by the role, relative to the package
 DIGEST_FILE = "BUNDLE_DIGEST"  # beside the staged package: certify compares it with its own before running
 
@@ -43,6 +33,16 @@ DIGEST_FILE = "BUNDLE_DIGEST"  # beside the staged package: certify compares it 
 def package_root() -> Path:
     """The directory of the installed `provision` package."""
     return Path(provision.__file__).resolve().parent
+
+
+def probe_modules() -> tuple[str, ...]:
+    """The node-side package's modules, found by walking its folder, after the package markers above it."""
+    root = package_root()
+    folder = root.joinpath(*NODE_PACKAGE.split(".")[1:])
+    found = sorted(path.relative_to(root).with_suffix("") for path in folder.rglob("*.py"))
+    names = [".".join(("provision", *(p.parts[:-1] if p.name == "__init__" else p.parts))) for p in found]
+    parents = [".".join(NODE_PACKAGE.split(".")[:i]) for i in range(1, NODE_PACKAGE.count(".") + 1)]
+    return (*parents, *names)
 
 
 def module_file(name: str) -> Path:
@@ -66,7 +66,7 @@ def _sync(source: Path, target: Path) -> bool:
 def digest() -> str:
     """SHA-256 over the probe's modules (names and contents): what the nodes must run, this exact code."""
     hasher = hashlib.sha256()
-    for name in PROBE_MODULES:
+    for name in probe_modules():
         hasher.update(name.encode() + b"\0" + (package_root() / module_file(name)).read_bytes() + b"\0")
     return hasher.hexdigest()
 
@@ -75,7 +75,7 @@ def stage_probe(dest: Path) -> Path:
     """Copy the probe's modules into dest/provision/... and the digest into dest; returns dest (the node's
     PYTHONPATH entry)."""
     root = package_root()
-    for name in PROBE_MODULES:
+    for name in probe_modules():
         relative = module_file(name)
         _sync(root / relative, dest / "provision" / relative)
     marker = dest / DIGEST_FILE

@@ -4,13 +4,13 @@ from __future__ import annotations
 import typer
 
 from provision import lifecycle
+from provision.certify.control.run import CertifyOptions
 from provision.certify.report import json_report
-from provision.certify.run import CertifyOptions
 from provision.cli.certify_view import render
 from provision.cli.options import DrainOpt, JsonOpt, LevelOpt, QuietOpt, SpecArg
 from provision.cli.output import print_json, progress_printer
 from provision.errors import EXIT_FAILED
-from provision.spec import load_spec
+from provision.spec.loader import load_spec
 
 
 def certify(

@@ -5,8 +5,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from provision.certify.control.run import CertifyRun
 from provision.certify.records import ClusterReport
-from provision.certify.run import CertifyRun
 from provision.cli.output import err, escape, out
 
 _COLOURS = {"pass": "green", "warn": "yellow", "fail": "red", "na": "dim"}

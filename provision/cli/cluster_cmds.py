@@ -12,7 +12,7 @@ from provision.cli.options import (CommandArg, JsonOpt, NodeOpt, OrphansOpt, Qui
 from provision.cli.output import err, escape, out, print_json, progress_printer
 from provision.cli.up_view import TerminalUpView
 from provision.errors import EXIT_FAILED
-from provision.spec import load_spec
+from provision.spec.loader import load_spec
 
 
 def plan(spec: SpecArg, json_out: JsonOpt = False) -> None:

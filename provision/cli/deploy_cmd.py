@@ -9,7 +9,7 @@ from provision.cli.options import CheckOpt, JsonOpt, LimitOpt, QuietOpt, RetryOp
 from provision.cli.output import print_json
 from provision.deploy.engine import DeployOptions
 from provision.errors import EXIT_CHANGES, EXIT_FAILED
-from provision.spec import load_spec
+from provision.spec.loader import load_spec
 
 
 def deploy(

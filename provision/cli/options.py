@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from provision.lifecycle import provider_names
+
 
 SpecArg = Annotated[Path, typer.Argument(help="the cluster spec (YAML)", show_default=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
@@ -13,7 +15,7 @@ FindingsJsonOpt = Annotated[bool, typer.Option("--json", help="findings as JSON"
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines (CI logs)")]
 
 # init
-ProviderOpt = Annotated[str, typer.Option("--provider", "-p", help="sandbox | static | aws")]
+ProviderOpt = Annotated[str, typer.Option("--provider", "-p", help=" | ".join(provider_names()))]
 InitOutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")]
 NameOpt = Annotated[str, typer.Option(help="cluster name")]
 ForceOpt = Annotated[bool, typer.Option(help="overwrite an existing file")]

@@ -9,7 +9,7 @@ from provision.cli.output import print_json
 from provision.cli.preflight_view import render
 from provision.errors import EXIT_FAILED
 from provision.preflight import DEFAULT_CONCURRENCY
-from provision.spec import load_spec
+from provision.spec.loader import load_spec
 
 
 def preflight(

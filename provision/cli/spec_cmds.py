@@ -10,8 +10,9 @@ from provision.cli.options import (FindingsJsonOpt, ForceOpt, InitOutputOpt, Inv
                                    SpecArg)
 from provision.cli.output import err, out, print_findings, print_json
 from provision.errors import EXIT_BAD_INPUT, UsageError
-from provision.spec import errors, load_spec, validate_file
 from provision.spec.example import example
+from provision.spec.findings import errors
+from provision.spec.loader import load_spec, validate_file
 
 
 def init(provider: ProviderOpt = "sandbox", output: InitOutputOpt = None, name: NameOpt = "demo",

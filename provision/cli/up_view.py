@@ -1,7 +1,7 @@
 """`provision up` on the terminal: status lines, the live deploy, and each stage's record as the commands show it."""
 from __future__ import annotations
 
-from provision.certify.run import CertifyRun
+from provision.certify.control.run import CertifyRun
 from provision.cli import certify_view, preflight_view
 from provision.cli.deploy_view import DeployWatch, recap
 from provision.cli.output import err, out, progress_printer

@@ -1,6 +1,6 @@
 """Cluster secrets (munge key, accounting database password): made once, kept 0400 in state, never printed.
 
-Where they live is the state's business (ClusterState.munge_key_path, .db_password_path); this module makes them.
+Where they live is the state's business (ClusterState.secrets.munge_key, .secrets.db_password); this module makes them.
 """
 from __future__ import annotations
 
@@ -26,5 +26,5 @@ def _create_once(path: Path, content: bytes) -> None:
 def ensure_secrets(state: ClusterState) -> None:
     """Create the munge key and the database password the first time a cluster is deployed."""
     state.ensure()
-    _create_once(state.munge_key_path, secrets.token_bytes(MUNGE_KEY_BYTES))
-    _create_once(state.db_password_path, secrets.token_urlsafe(24).encode())
+    _create_once(state.secrets.munge_key, secrets.token_bytes(MUNGE_KEY_BYTES))
+    _create_once(state.secrets.db_password, secrets.token_urlsafe(24).encode())

@@ -1,7 +1,7 @@
 """Turn the facts a node reported into verdicts (pure: no I/O, table-testable)."""
 from __future__ import annotations
 
-from provision.gpus import model_for_pci_device
+from provision.certify.probe.gpus import model_for_pci_device
 from provision.hardware import NodeHardware, excesses
 from provision.preflight.records import Check
 from provision.records import NodeInfo

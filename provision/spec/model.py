@@ -27,7 +27,7 @@ ProviderSpec = Annotated[Union[registry.configs()], Field(discriminator="type")]
 class GpuSpec(StrictModel):
     """GPUs in every node of a compute group."""
 
-    model: Token = Field(description="a key of provision.gpus.GPU_MODELS, e.g. H100-SXM")
+    model: Token = Field(description="a key of provision.certify.probe.gpus.GPU_MODELS, e.g. H100-SXM")
     count: int = Field(ge=1, le=16)
 
 

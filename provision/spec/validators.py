@@ -8,8 +8,8 @@ from collections.abc import Callable
 from ipaddress import IPv4Address, ip_address
 
 from provision import compat, hostlist
+from provision.certify.probe.gpus import GPU_MODELS
 from provision.errors import SpecError
-from provision.gpus import GPU_MODELS
 from provision.providers import registry
 from provision.spec import topology
 from provision.spec.findings import Finding

@@ -12,7 +12,7 @@ import pytest
 
 from provision import lifecycle
 from provision.records import ClusterInfo
-from provision.spec import load_spec
+from provision.spec.loader import load_spec
 
 PROVISION = [sys.executable, "-m", "provision"]
 
@@ -56,6 +56,13 @@ def provision(*args: str, check: bool = True, timeout: float = 900, **kwargs) ->
     if check and result.returncode != 0:
         raise AssertionError(f"provision {' '.join(args)} -> {result.returncode}\n{result.stdout}\n{result.stderr}")
     return result
+
+
+def library_session(code: str, *args: str, timeout: float = 900) -> dict:
+    """Run a Python session of library calls in a fresh interpreter; its last line is a JSON summary."""
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @dataclass

@@ -17,9 +17,9 @@ import pytest
 from conftest import provision
 from provision.certify.report import json_report
 from provision.hostlist import expand as hostlist_expand
-from provision.state import ClusterState
 from provision.providers.sandbox import faults
-from provision.spec import load_spec
+from provision.spec.loader import load_spec
+from provision.state import ClusterState
 from test_deploy_faults import faults_target
 
 pytestmark = pytest.mark.e2e

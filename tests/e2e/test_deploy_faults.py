@@ -53,7 +53,7 @@ def test_deploy_killed_mid_run_converges_when_run_again(slurm_cluster):
 def faults_target(cluster):
     """What the sandbox faults API needs to find the cluster."""
     from provision.state import ClusterState
-    from provision.spec import load_spec
+    from provision.spec.loader import load_spec
 
     state = ClusterState.for_spec(load_spec(cluster.spec_path))
     return state.root, state.cluster

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from provision.spec.loader import load_spec
 from provision.state import ClusterState
-from provision.spec import load_spec
 
 pytestmark = pytest.mark.e2e
 
@@ -67,11 +67,11 @@ def _secret_forms(raw: bytes) -> list[bytes]:
 
 def test_no_secret_in_artifacts_or_output(slurm_cluster):
     state = ClusterState.for_spec(load_spec(slurm_cluster.spec_path))
-    key = state.munge_key_path.read_bytes()
-    password = state.db_password_path.read_bytes()
+    key = state.secrets.munge_key.read_bytes()
+    password = state.secrets.db_password.read_bytes()
     forms = _secret_forms(key) + [password]
     files = [p for p in state.runs_dir.rglob("*") if p.is_file()]
     assert files, "the runs directory holds the artifacts of every deploy"
     leaks = [str(p) for p in files for form in forms if form in p.read_bytes()]
     assert leaks == []
-    assert oct(state.munge_key_path.stat().st_mode & 0o777) == "0o400"
+    assert oct(state.secrets.munge_key.stat().st_mode & 0o777) == "0o400"

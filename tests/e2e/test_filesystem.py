@@ -67,7 +67,7 @@ def test_client_only_filesystems_plan_in_check_mode_and_change_nothing(slurm_clu
     from pathlib import Path
 
     from provision.state import ClusterState
-    from provision.spec import load_spec
+    from provision.spec.loader import load_spec
 
     node = slurm_cluster.compute[0]
     state = ClusterState.for_spec(load_spec(slurm_cluster.spec_path))

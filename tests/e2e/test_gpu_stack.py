@@ -28,9 +28,9 @@ import yaml
 from provision.deploy.engine import DeployOptions, deploy
 from provision.deploy.records import DeployResult
 from provision.lifecycle import get_provider
-from provision.state import ClusterState
 from provision.records import ClusterInfo
 from provision.spec.model import ClusterSpec
+from provision.state import ClusterState
 
 pytestmark = pytest.mark.e2e
 

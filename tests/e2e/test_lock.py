@@ -12,8 +12,8 @@ import pytest
 
 from conftest import PROVISION, provision
 from provision.lock import recorded_holder
+from provision.spec.loader import load_spec
 from provision.state import ClusterState
-from provision.spec import load_spec
 
 pytestmark = pytest.mark.e2e
 

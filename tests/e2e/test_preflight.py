@@ -12,7 +12,7 @@ from conftest import provision
 from provision import lifecycle
 from provision.preflight import run_preflight
 from provision.providers.sandbox import faults
-from provision.spec import load_spec
+from provision.spec.loader import load_spec
 from test_deploy_faults import faults_target
 
 pytestmark = pytest.mark.e2e

@@ -1,18 +1,30 @@
-"""Runs last: `provision down` on the shared cluster leaves no mount, namespace, process, link or bridge behind."""
+"""Runs last: `down` on the shared cluster, from a Python session of library calls (no import from provision.cli),
+leaves no mount, namespace, process, link or bridge behind; the CLI's `down` after it is idempotent."""
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import provision
-from provision.state import ClusterState
+from conftest import library_session, provision
 from provision.providers.sandbox import layout
-from provision.spec import load_spec
+from provision.spec.loader import load_spec
+from provision.state import ClusterState
 
 pytestmark = pytest.mark.e2e
+
+DOWN = """
+import json, sys
+from pathlib import Path
+
+from provision import lifecycle
+from provision.spec.loader import load_spec
+
+teardown = lifecycle.down(load_spec(Path(sys.argv[1])))
+print(json.dumps({"removed": teardown.removed, "leftovers": teardown.leftovers,
+                  "cli": sorted(m for m in sys.modules if m.startswith("provision.cli"))}))
+"""
 
 
 def _processes_mounting_under(path: Path) -> list[int]:
@@ -31,8 +43,8 @@ def test_down_leaves_nothing_behind(slurm_cluster):
     spec = load_spec(slurm_cluster.spec_path)
     state = ClusterState.for_spec(spec)
     assert _processes_mounting_under(state.path), "precondition: the running nodes mount under the state dir"
-    result = provision("down", str(slurm_cluster.spec_path), "--json")
-    assert json.loads(result.stdout)["leftovers"] == []
+    teardown = library_session(DOWN, str(slurm_cluster.spec_path))
+    assert teardown["leftovers"] == [] and teardown["removed"] and teardown["cli"] == []
     assert _processes_mounting_under(state.path) == []
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert layout.netns_prefix(spec.name) not in netns

@@ -7,7 +7,7 @@ import yaml
 from provision import hardware, inventory, lifecycle, slurm_layout
 from provision.hardware import NodeHardware
 from provision.records import ClusterInfo, NodeInfo
-from provision.spec import load_spec
+from provision.spec.loader import load_spec
 from provision.state import ClusterState
 
 SPEC = """\

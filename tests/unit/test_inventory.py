@@ -13,7 +13,7 @@ import yaml
 
 from provision import inventory, lifecycle, slurm_layout
 from provision.records import ClusterInfo, NodeInfo
-from provision.spec import load_spec
+from provision.spec.loader import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "inventories").glob("*.yaml"))

@@ -6,9 +6,10 @@ from pathlib import Path
 import pytest
 
 from provision import lifecycle
-from provision.certify.records import CheckResult, ClusterReport, NodeResult
+from provision.certify.control.run import CertifyOptions, CertifyRun
+from provision.certify.probe.records import CheckResult
+from provision.certify.records import ClusterReport, NodeResult
 from provision.certify.report import ReportPaths
-from provision.certify.run import CertifyOptions, CertifyRun
 from provision.cli.up_view import TerminalUpView
 from provision.errors import CertifyError, DeployError, PreflightError
 from provision.preflight.records import Check, NodeReport, PreflightReport

@@ -128,9 +128,9 @@ def probe_node(binary: Path, timeout_s: float) -> tuple[dict, list[dict]]:
 
     The probe needs only the standard library and pynvml; judging its measurements against the threshold
     table needs the installed package (pydantic). Without it the node-side checks are returned unjudged."""
-    from provision.adaptors import nvml
-    from provision.certify.expect import NodeExpectation
-    from provision.gpus import model_for_nvml_name
+    from provision.certify.probe import nvml
+    from provision.certify.probe.expect import NodeExpectation
+    from provision.certify.probe.gpus import model_for_nvml_name
 
     snap = nvml.snapshot()
     model = model_for_nvml_name(snap.gpus[0].name or "") if snap.gpus else None
@@ -142,7 +142,8 @@ def probe_node(binary: Path, timeout_s: float) -> tuple[dict, list[dict]]:
            "--expect-json", json.dumps(expect.to_dict()), "--gpubench", str(binary)]
     doc = run_json(cmd, timeout_s)
     try:
-        from provision.certify.assemble import assemble
+        from provision.certify.judging.assemble import assemble
+        from provision.certify.probe.document import ProbeDocument
         from provision.records import NodeInfo
     except ImportError as exc:
         print(f"note: {exc}; showing the probe's node-side checks without the threshold table", file=sys.stderr)
@@ -150,7 +151,7 @@ def probe_node(binary: Path, timeout_s: float) -> tuple[dict, list[dict]]:
     node = NodeInfo(name=name, group="gpu", roles=("compute",), gpu_model=expect.gpu_model,
                     gpu_count=expect.gpu_count)
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    report = assemble(cluster="compare", level="standard", nodes=[node], probes={name: doc},
+    report = assemble(cluster="compare", level="standard", nodes=[node], probes={name: ProbeDocument.from_dict(doc)},
                       started_at=now, finished_at=now)
     checks = [asdict(c) for n in report.nodes for c in n.checks if c.check.startswith("gpu.")]
     return doc, checks

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from provision.certify.parsers.errors import failure, guarded
+from provision.certify.probe.parse_errors import failure, guarded
 
 _HEADER = re.compile(r"#bytes\s+(?P<sl>#sl\s+)?#iterations\s+BW peak\[(?P<unit>[^\]]+)\]\s+BW average\[(?P=unit)\]")
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from provision.certify.parsers.errors import LAST, ParseError, failure, guarded
+from provision.certify.probe.parse_errors import LAST, ParseError, failure, guarded
 
 _SUMMARY = re.compile(r"^\[\s*(?P<id>\d+|SUM)\]\s+(?P<start>[0-9.]+)-\s*(?P<end>[0-9.]+)\s*sec\s+"
                       r"(?P<xfer>[0-9.]+)\s+\S+\s+(?P<rate>[0-9.]+)\s+(?P<unit>[KMGT]?bits)/sec"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from provision.certify.parsers.errors import failure, guarded
+from provision.certify.probe.parse_errors import failure, guarded
 
 _OPENMPI = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:")
 _SLURM = re.compile(r"^\d+:(?: |$)")

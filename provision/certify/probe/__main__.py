@@ -6,8 +6,9 @@ import json
 import sys
 from pathlib import Path
 
-from provision.certify.expect import LEVELS, NodeExpectation
 from provision.certify.probe import collect
+from provision.certify.probe.document import ProbeDocument
+from provision.certify.probe.expect import LEVELS, NodeExpectation
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -45,13 +46,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         expect = load_expectation(args.expect_json)
     except ValueError as exc:
-        print(json.dumps({"probe_version": collect.PROBE_VERSION, "mode": "error", "error": str(exc)}))
+        print(json.dumps(ProbeDocument.failed(str(exc)).to_dict()))
         return 2
     if args.fs_verify:
         doc = collect.verify_filesystem(expect)
     else:
         doc = collect.run(expect, args.level, gpubench=args.gpubench, burn_seconds=args.burn_seconds)
-    print(json.dumps(doc, separators=(",", ":"), default=str))
+    print(json.dumps(doc.to_dict(), separators=(",", ":"), default=str))
     return 0
 
 

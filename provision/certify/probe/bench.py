@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from provision.certify.records import Measurement
+from provision.certify.probe.records import Measurement
 
 BINARY_NAME = "gpubench"
 SAMPLE_INTERVAL_S = 0.5

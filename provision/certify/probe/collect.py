@@ -1,4 +1,4 @@
-"""Everything the probe does on one node, in order, returning the node's JSON document as a dict."""
+"""Everything the probe does on one node, in order, returning the node's document (probe.document)."""
 from __future__ import annotations
 
 import contextlib
@@ -6,12 +6,13 @@ import socket
 import time
 from datetime import datetime, timezone
 
-from provision.adaptors import nvml
-from provision.certify import health, xid
-from provision.certify.expect import NodeExpectation
-from provision.certify.health import LoadSummary
+from provision.certify.probe import nvml
+from provision.certify.probe import health, xid
 from provision.certify.probe import PROBE_VERSION, bench, dcgm, fs, pci, system
-from provision.certify.records import CheckResult, Measurement
+from provision.certify.probe.document import ProbeDocument
+from provision.certify.probe.expect import NodeExpectation
+from provision.certify.probe.health import LoadSummary
+from provision.certify.probe.records import CheckResult, Measurement
 
 __all__ = ["PROBE_VERSION", "run", "verify_filesystem"]
 BURN_SECONDS = {"quick": None, "standard": 0, "full": 1800}  # None: no GPU benchmark at this level
@@ -24,11 +25,9 @@ def now_iso() -> str:
 
 
 def run(expect: NodeExpectation, level: str, *, gpubench: str | None = None,
-        burn_seconds: int | None = None) -> dict:
+        burn_seconds: int | None = None) -> ProbeDocument:
     """GPU health (and benchmarks above quick), Xids, RDMA ports, shared filesystem: one document."""
-    started = time.monotonic()
-    doc = {"probe_version": PROBE_VERSION, "mode": "probe", "node": expect.node, "hostname": socket.gethostname(),
-           "level": level, "run_id": expect.run_id, "started_at": now_iso()}
+    started, started_at = time.monotonic(), now_iso()
     burn = BURN_SECONDS[level] if burn_seconds is None or level == "quick" else burn_seconds
     snap, load, bench_check, measurements, bench_doc = _gpus(expect, burn, gpubench)
     switches = pci.scan()
@@ -37,20 +36,17 @@ def run(expect: NodeExpectation, level: str, *, gpubench: str | None = None,
     ports = system.rdma_ports()
     checks.append(system.check_rdma(ports, expect))
     fs_doc, fs_checks, fs_measurements = _filesystem(expect)
-    doc.update(nvml=snap.to_dict(), gpubench=bench_doc, rdma=[p.to_dict() for p in ports], fs=fs_doc,
-               nvswitches=switches.to_dict(),
-               checks=[c.to_dict() for c in checks + fs_checks],
-               measurements=[m.to_dict() for m in measurements + fs_measurements],
-               duration_s=round(time.monotonic() - started, 1))
-    return doc
+    return ProbeDocument(mode="probe", node=expect.node, hostname=socket.gethostname(), level=level,
+                         run_id=expect.run_id, started_at=started_at, nvml=snap.to_dict(), gpubench=bench_doc,
+                         rdma=tuple(ports), fs=fs_doc, nvswitches=switches.to_dict(),
+                         checks=tuple(checks + fs_checks), measurements=tuple(measurements + fs_measurements),
+                         duration_s=round(time.monotonic() - started, 1))
 
 
-def verify_filesystem(expect: NodeExpectation) -> dict:
+def verify_filesystem(expect: NodeExpectation) -> ProbeDocument:
     """Second pass after every node wrote: read all files of the run and compare checksums."""
-    doc = {"probe_version": PROBE_VERSION, "mode": "fs-verify", "node": expect.node, "run_id": expect.run_id,
-           "started_at": now_iso()}
-    doc["fs_verify"] = fs.verify(expect.fs_mount, expect.run_id) if expect.fs_mount else None
-    return doc
+    return ProbeDocument(mode="fs-verify", node=expect.node, run_id=expect.run_id, started_at=now_iso(),
+                         fs_verify=fs.verify(expect.fs_mount, expect.run_id) if expect.fs_mount else None)
 
 
 def _gpus(expect: NodeExpectation, burn: int | None, binary: str | None):

@@ -12,10 +12,10 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from provision.certify.expect import NodeExpectation
-from provision.certify.parsers import dcgm
-from provision.certify.parsers.errors import ParseError
-from provision.certify.records import CheckResult
+from provision.certify.probe import dcgm_json as dcgm
+from provision.certify.probe.expect import NodeExpectation
+from provision.certify.probe.parse_errors import ParseError
+from provision.certify.probe.records import CheckResult
 
 RUN_LEVEL = {"quick": 1, "standard": 2, "full": 3}
 TIMEOUT_S = {"quick": 60, "standard": 600, "full": 3600}  # within run.PROBE_TIMEOUT_S of each level

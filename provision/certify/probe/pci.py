@@ -1,7 +1,7 @@
 """NVSwitch devices on the node's PCI bus, read from sysfs (standard library only).
 
 An HGX A100/H100/H200 baseboard shows its NVSwitches to the host as NVIDIA bridges (class 0680, device ids
-in provision.gpus.NVSWITCH_PCI_IDS). A cloud VM with one GPU, or a slice of a board whose switches stay
+in provision.certify.probe.gpus.NVSWITCH_PCI_IDS). A cloud VM with one GPU, or a slice of a board whose switches stay
 with the hypervisor, shows none: then NVLink and the fabric cannot be expected of it.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from provision.gpus import PCI_VENDOR_NVIDIA, is_nvswitch
+from provision.certify.probe.gpus import PCI_VENDOR_NVIDIA, is_nvswitch
 
 SYSFS_PCI_DEVICES = Path("/sys/bus/pci/devices")
 BRIDGE_OTHER_CLASS = "0680"  # PCI class 06 (bridge), subclass 80 (other): how NVSwitches enumerate

@@ -6,8 +6,8 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from provision.certify.expect import NodeExpectation
-from provision.certify.records import CheckResult
+from provision.certify.probe.expect import NodeExpectation
+from provision.certify.probe.records import CheckResult
 
 SYSFS_INFINIBAND = Path("/sys/class/infiniband")
 _RATE = re.compile(r"(?P<rate>[0-9.]+)\s*Gb/sec")

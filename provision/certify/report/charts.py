@@ -7,18 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from provision.certify.records import CheckResult, ClusterReport, NetMatrix, worst
+from provision.certify import catalogue
+from provision.certify.probe.records import CheckResult, worst
+from provision.certify.records import ClusterReport, NetMatrix
 
-BAR_METRICS: tuple[tuple[str, str], ...] = (
-    ("gpu.gemm_bf16", "Dense BF16 GEMM (worst GPU)"),
-    ("gpu.copy_bw", "Device copy bandwidth, read + write (worst GPU)"),
-    ("gpu.h2d_bw", "Host to device (worst GPU)"),
-    ("gpu.d2h_bw", "Device to host (worst GPU)"),
-    ("nccl.node_busbw", "NCCL all_reduce busbw within the node"),
-    ("net.node_bw", "Pairwise network, median link"),
-    ("fs.write_bw", "Shared filesystem write"),
-    ("fs.read_bw", "Shared filesystem read"),
-)
+BAR_METRICS: tuple[tuple[str, str], ...] = catalogue.charts()  # (check id, title), from the check catalogue
 WIDTH, BAR_AREA_H, LABEL_H, LEFT = 640, 180, 60, 70
 CELL, HEAT_LEFT, HEAT_TOP = 36, 110, 110
 

@@ -5,7 +5,7 @@ import json
 from importlib import resources
 from typing import Any
 
-from provision.certify import thresholds
+from provision.certify.judging import thresholds
 from provision.certify.records import ClusterReport
 
 SCHEMA_ID = "gpu-provision/certify-report"

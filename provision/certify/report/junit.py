@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from provision.certify.records import CheckResult, ClusterReport
+from provision.certify.probe.records import CheckResult
+from provision.certify.records import ClusterReport
 
 CLUSTER_SUITE = "cluster"
 

@@ -15,7 +15,7 @@ class GpuInstanceType:
     """One GPU instance type: its GPUs, EFA interfaces and size."""
 
     name: str
-    gpu_model: str  # a key of provision.gpus.GPU_MODELS
+    gpu_model: str  # a key of provision.certify.probe.gpus.GPU_MODELS
     gpu_count: int
     efa_interfaces: int  # 0 when the type has no EFA
     vcpus: int

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from provision.certify.assemble import NcclJob, PairResult, assemble, parse_probe_output
-from provision.certify.records import CheckResult, Measurement
+from provision.certify.judging.assemble import NcclJob, PairResult, assemble, parse_probe_output
+from provision.certify.probe.document import ProbeDocument
+from provision.certify.probe.records import CheckResult, Measurement
 from provision.errors import CertifyError
 from provision.records import NodeInfo
 
@@ -32,13 +33,18 @@ def probe_doc(node: str, gemm: float = 790.0, copy: float = 2900.0, h2d: float =
 
 
 def verify_doc(files: dict) -> dict:
-    return {"mode": "fs-verify", "fs_verify": {"files": files, "error": None}}
+    return {"probe_version": 1, "mode": "fs-verify", "fs_verify": {"files": files, "error": None}}
 
 
-def build(probes=None, **kwargs):
+def typed(docs: dict | None) -> dict | None:
+    """Documents as the control side reads them off the probe's stdout."""
+    return None if docs is None else {node: ProbeDocument.from_dict(doc) for node, doc in docs.items()}
+
+
+def build(probes=None, fs_verify=None, **kwargs):
     probes = probes if probes is not None else {n: probe_doc(n) for n in NAMES}
-    return assemble(cluster="c1", level="standard", nodes=NODES, probes=probes, started_at="t0", finished_at="t1",
-                    **kwargs)
+    return assemble(cluster="c1", level="standard", nodes=NODES, probes=typed(probes), started_at="t0",
+                    finished_at="t1", fs_verify=typed(fs_verify), **kwargs)
 
 
 def checks_of(report, node, check):
@@ -157,8 +163,8 @@ def test_runner_checks_go_to_their_node_or_the_cluster():
 
 
 def test_parse_probe_output_takes_the_json_line_and_names_the_node():
-    assert parse_probe_output("warning: noise\n{\"mode\": \"probe\"}\n", "gpu01") == {"mode": "probe"}
-    assert parse_probe_output("0: {\"mode\": \"probe\"}", "gpu01") == {"mode": "probe"}
+    assert parse_probe_output("warning: noise\n{\"mode\": \"probe\"}\n", "gpu01") == ProbeDocument("probe")
+    assert parse_probe_output("0: {\"mode\": \"error\", \"error\": \"x\"}", "gpu01") == ProbeDocument.failed("x")
     with pytest.raises(CertifyError, match="gpu07: the probe printed no JSON"):
         parse_probe_output("Traceback (most recent call last):\n", "gpu07")
     with pytest.raises(CertifyError, match="gpu07: probe output is not valid JSON"):
@@ -201,8 +207,8 @@ def build_mixed(gemm: dict[str, float] | None = None, **kwargs):
     gemm = gemm or {}
     probes = {n.name: mixed_probe(n, gemm.get(n.name, 790.0 if n.gpu_model == "H100-SXM" else 250.0))
               for n in MIXED}
-    return assemble(cluster="c1", level="standard", nodes=MIXED, probes=probes, started_at="t0", finished_at="t1",
-                    **kwargs)
+    return assemble(cluster="c1", level="standard", nodes=MIXED, probes=typed(probes), started_at="t0",
+                    finished_at="t1", **kwargs)
 
 
 def node_checks(report, check):
@@ -255,6 +261,6 @@ def test_run_across_nodes_takes_the_fewest_nics_of_the_nodes_it_spans():
     few = [n.model_copy(update={"interconnect_nics": 4}) if n.name == "h4" else n for n in H100]
     job = NcclJob("cluster", tuple(n.name for n in few), nccl_output([(n.name, 8) for n in few], 200.0))
     probes = {n.name: mixed_probe(n, 790.0) for n in few}
-    report = assemble(cluster="c1", level="standard", nodes=few, probes=probes, started_at="t0", finished_at="t1",
-                      nccl=[job])
+    report = assemble(cluster="c1", level="standard", nodes=few, probes=typed(probes), started_at="t0",
+                      finished_at="t1", nccl=[job])
     assert report.checks[0].threshold == pytest.approx(165.6) and "x4 for 4 NICs per node" in report.checks[0].detail

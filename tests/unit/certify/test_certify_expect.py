@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from provision.certify.expect import NodeExpectation
+from provision.certify.control.session import expectation_for
+from provision.certify.probe.expect import NodeExpectation
 from provision.records import NodeInfo
 from provision.spec.model import ClusterSpec
 
@@ -21,7 +22,7 @@ NODE = NodeInfo(name="gpu01", group="gpu", roles=("compute",), gpu_model="H100-S
 
 
 def test_for_node_takes_the_newest_cuda_and_the_shared_mount():
-    expect = NodeExpectation.for_node(NODE, ClusterSpec.model_validate(SPEC), run_id="r1")
+    expect = expectation_for(NODE, ClusterSpec.model_validate(SPEC), run_id="r1")
     assert (expect.node, expect.gpu_model, expect.gpu_count) == ("gpu01", "H100-SXM", 8)
     assert expect.driver_branch == 570 and expect.driver_version is None and expect.cuda_version == "12.8"
     assert (expect.interconnect, expect.interconnect_nics) == ("infiniband", 8)
@@ -30,11 +31,11 @@ def test_for_node_takes_the_newest_cuda_and_the_shared_mount():
 
 def test_for_node_without_shared_filesystem_has_no_mount():
     spec = ClusterSpec.model_validate({**SPEC, "filesystem": {"type": "none"}})
-    assert NodeExpectation.for_node(NODE, spec).fs_mount is None
+    assert expectation_for(NODE, spec).fs_mount is None
 
 
 def test_round_trip_through_json_dict():
-    expect = NodeExpectation.for_node(NODE, ClusterSpec.model_validate(SPEC))
+    expect = expectation_for(NODE, ClusterSpec.model_validate(SPEC))
     assert NodeExpectation.from_dict(expect.to_dict()) == expect
 
 

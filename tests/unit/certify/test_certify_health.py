@@ -5,10 +5,10 @@ import certify_fake_nvml as fakes
 import pynvml
 import pytest
 
-from provision.adaptors import nvml
-from provision.certify import health
-from provision.certify.expect import NodeExpectation
-from provision.certify.health import LoadSummary
+from provision.certify.probe import nvml
+from provision.certify.probe import health
+from provision.certify.probe.expect import NodeExpectation
+from provision.certify.probe.health import LoadSummary
 
 EXPECT = NodeExpectation(node="gpu01", gpu_model="H100-SXM", gpu_count=1, driver_branch=570, cuda_version="12.8")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from provision.certify.judge import Sample, fleet_stats, judge
-from provision.certify.thresholds import Threshold
+from provision.certify.judging.judge import Sample, fleet_stats, judge
+from provision.certify.judging.thresholds import Threshold
 
 FLOOR = Threshold("gpu.gemm_bf16", "H100-SXM", 675.3, "TFLOP/s", 794.5, "test source", "test derivation")
 
@@ -85,7 +85,7 @@ def test_property_a_large_drop_is_flagged_even_without_a_floor(values, drop):
 
 
 def test_a_floor_derived_for_this_run_shows_its_derivation_and_a_table_floor_does_not():
-    from provision.certify import thresholds
+    from provision.certify.judging import thresholds
     table_floor = thresholds.find("gpu.gemm_bf16", "H100-SXM")
     scaled = thresholds.pcie_floor("gpu.h2d_bw", 5, 8)  # x8 link: derived here, not in the table
     plain = judge([Sample("gpu.gemm_bf16", "n1", 790.0, "TFLOP/s", "H100-SXM", "gpu0", table_floor)])[0]

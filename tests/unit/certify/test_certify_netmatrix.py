@@ -1,8 +1,8 @@
 """Pairwise network matrix: verdict per link, a slow link localised to a node or a pair."""
 from __future__ import annotations
 
-from provision.certify import netmatrix, thresholds
-from provision.certify.netmatrix import PairResult
+from provision.certify.judging import netmatrix, thresholds
+from provision.certify.judging.netmatrix import PairResult
 
 NODES = [f"n{i}" for i in range(5)]
 

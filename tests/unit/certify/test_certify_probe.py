@@ -11,8 +11,9 @@ from pathlib import Path
 import certify_fake_nvml as fakes
 import pytest
 
-from provision.certify.expect import NodeExpectation
 from provision.certify.probe import bench, collect, fs, system
+from provision.certify.probe.document import ProbeDocument
+from provision.certify.probe.expect import NodeExpectation
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -138,7 +139,7 @@ def test_standard_level_benchmarks_every_gpu_under_sampled_load(fake, gpubench_s
     nv = fake([fakes.FakeGpu(), fakes.FakeGpu(bus_id="00000000:01:00.0")])
     expect = NodeExpectation(node="gpu01", gpu_model="H100-SXM", gpu_count=2, driver_branch=570, cuda_version="12.8",
                              interconnect="infiniband", interconnect_nics=1)
-    doc = collect.run(expect, "standard", gpubench=gpubench_stub)
+    doc = collect.run(expect, "standard", gpubench=gpubench_stub).to_dict()
     checks = {(c["check"], c["subject"]): c for c in doc["checks"]}
     assert checks[("gpu.bench", None)]["verdict"] == "pass"
     assert "under load" in checks[("gpu.pcie.link", "gpu0")]["source"]
@@ -155,7 +156,7 @@ def test_standard_level_benchmarks_every_gpu_under_sampled_load(fake, gpubench_s
 def test_quick_level_runs_no_benchmark(fake, gpubench_stub, quiet_node):
     fake()
     doc = collect.run(NodeExpectation(node="gpu01", gpu_model="H100-SXM", gpu_count=1), "quick",
-                      gpubench=gpubench_stub)
+                      gpubench=gpubench_stub).to_dict()
     bench = next(c for c in doc["checks"] if c["check"] == "gpu.bench")
     assert bench["verdict"] == "na" and doc["measurements"] == []
 
@@ -163,7 +164,7 @@ def test_quick_level_runs_no_benchmark(fake, gpubench_stub, quiet_node):
 def test_missing_benchmark_binary_fails_a_gpu_node(fake, quiet_node, tmp_path):
     fake()
     doc = collect.run(NodeExpectation(node="gpu01", gpu_model="H100-SXM", gpu_count=1), "standard",
-                      gpubench=str(tmp_path / "absent"))
+                      gpubench=str(tmp_path / "absent")).to_dict()
     bench = next(c for c in doc["checks"] if c["check"] == "gpu.bench")
     assert bench["verdict"] == "fail" and "not found" in bench["detail"]
 
@@ -172,7 +173,7 @@ def test_missing_rdma_ports_fail_a_fabric_node(fake, quiet_node):
     fake()
     expect = NodeExpectation(node="gpu01", gpu_model="H100-SXM", gpu_count=1, interconnect="infiniband",
                              interconnect_nics=8)
-    doc = collect.run(expect, "quick")
+    doc = collect.run(expect, "quick").to_dict()
     rdma = next(c for c in doc["checks"] if c["check"] == "net.rdma.ports")
     assert rdma["verdict"] == "fail" and rdma["value"] == 1 and rdma["threshold"] == ">= 8"
 
@@ -191,7 +192,7 @@ def test_probe_documents_flow_through_assemble_into_a_valid_report(fake, gpubenc
 
     import jsonschema
 
-    from provision.certify.assemble import assemble
+    from provision.certify.judging.assemble import assemble
     from provision.certify.report import json_report, junit
     from provision.records import NodeInfo
 
@@ -202,7 +203,8 @@ def test_probe_documents_flow_through_assemble_into_a_valid_report(fake, gpubenc
     for node in nodes:
         expect = NodeExpectation(node=node.name, gpu_model="H100-SXM", gpu_count=2, driver_branch=570,
                                  cuda_version="12.8", fs_mount=str(tmp_path / "shared"), fs_size_mib=2, run_id="r")
-        probes[node.name] = json.loads(json.dumps(collect.run(expect, "standard", gpubench=gpubench_stub)))
+        doc = collect.run(expect, "standard", gpubench=gpubench_stub).to_dict()
+        probes[node.name] = ProbeDocument.from_dict(json.loads(json.dumps(doc)))
     for node in nodes:
         expect = NodeExpectation(node=node.name, fs_mount=str(tmp_path / "shared"), run_id="r")
         verify[node.name] = collect.verify_filesystem(expect)

@@ -12,7 +12,8 @@ import xml.etree.ElementTree as ET
 import jsonschema
 import pytest
 
-from provision.certify.records import CheckResult, ClusterReport, NetMatrix, NodeResult
+from provision.certify.probe.records import CheckResult
+from provision.certify.records import ClusterReport, NetMatrix, NodeResult
 from provision.certify.report import html, json_report, junit, write_reports, write_to_state
 from provision.state import ClusterState
 

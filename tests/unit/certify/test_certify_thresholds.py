@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from provision.certify import thresholds as th
-from provision.gpus import GPU_MODELS
+from provision.certify.judging import thresholds as th
+from provision.certify.probe.gpus import GPU_MODELS
 
 # Figures from CERTIFY-FIGURES.md, restated here as the independent sanity bounds.
 PCIE_SPEC_GBS = {"pcie-gen4": 31.5, "pcie-gen5": 63.0}

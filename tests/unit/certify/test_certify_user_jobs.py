@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from provision.certify import consistency, node_definition as nd, user_jobs
-from provision.certify.srun import NODE_MARK, parse
+from provision.certify.control import consistency, node_definition as nd, user_jobs
+from provision.certify.control.srun import NODE_MARK, parse
+from provision.certify.probe.document import ProbeDocument
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
 RANK = "mpi rank={r} size={n} host=h{r} errors={e} small_us=40.0 large_ms=12.500 bytes=8388608"
@@ -48,8 +49,8 @@ def test_node_report_and_gpu_count_sources():
            "ThreadsPerCore=1 RealMemory=24105\ngpu_device_files=8\n"
     assert nd.parse_node(text) == nd.Definition(2, 24105)
     assert nd.parse_node("slurmd_c|\n") is None  # no slurmd on the node
-    assert nd.gpus_found({"nvml": {"available": True, "gpus": [{}, {}]}}, "8") == (2, "NVML")
-    assert nd.gpus_found({"nvml": {"available": False}}, "8") == (8, "/dev/nvidiaN")
+    assert nd.gpus_found(ProbeDocument("probe", nvml={"available": True, "gpus": [{}, {}]}), "8") == (2, "NVML")
+    assert nd.gpus_found(ProbeDocument("probe", nvml={"available": False}), "8") == (8, "/dev/nvidiaN")
     assert nd.gpus_found(None, None) == (None, "nothing")
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from provision.certify import xid
-from provision.certify.health import xid_catalog as catalog
-from provision.certify.records import CheckResult
+from provision.certify.probe import xid
+from provision.certify.probe.health import xid_catalog as catalog
+from provision.certify.probe.records import CheckResult
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "corpus" / "xid"
 SIDECARS = sorted(CORPUS.glob("*.yml"))

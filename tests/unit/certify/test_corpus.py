@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from provision.certify import nccl, netmatrix, network
-from provision.certify.fleet import Outcome
-from provision.certify.parsers import dcgm, ib_write_bw, iperf3, nccl_tests
-from provision.certify.parsers.errors import ParseError
+from provision.certify.control import network
+from provision.certify.control.fleet import Outcome
+from provision.certify.judging import nccl, netmatrix
+from provision.certify.parsers import ib_write_bw, iperf3, nccl_tests
+from provision.certify.probe import dcgm_json as dcgm
 from provision.certify.probe import dcgm as dcgm_probe
+from provision.certify.probe.parse_errors import ParseError
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "corpus"
 TOOLS = ("nccl-tests", "perftest", "iperf3", "dcgm")  # xid/ is another corpus with its own test

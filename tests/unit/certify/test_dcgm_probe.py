@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from provision.certify.expect import NodeExpectation
-from provision.certify.parsers import dcgm as dcgm_parser
+from provision.certify.probe import dcgm_json as dcgm_parser
 from provision.certify.probe import collect, dcgm, system
+from provision.certify.probe.expect import NodeExpectation
 
 GPU_NODE = NodeExpectation(node="gpu01", gpu_model="H100-SXM", gpu_count=2)
 
@@ -118,7 +118,7 @@ def test_the_run_level_follows_the_probe_level_and_output_is_json(dcgmi, level, 
 
 
 def test_each_level_fits_in_the_time_the_runner_gives_the_probe():
-    from provision.certify import run as runner
+    from provision.certify.control import run as runner
     assert all(dcgm.TIMEOUT_S[level] < runner.PROBE_TIMEOUT_S[level] for level in dcgm.RUN_LEVEL)
 
 
@@ -160,7 +160,7 @@ def test_probe_runs_dcgm_after_the_benchmark_and_before_the_xid_read(fake, dcgmi
     fake()
     dcgmi(MEMORY_FAULT)
     monkeypatch.setattr(system, "KERNEL_LOG_COMMANDS", (("echo", "no xids"),))
-    doc = collect.run(NodeExpectation(node="gpu01", gpu_model="H100-SXM", gpu_count=1), "quick")
+    doc = collect.run(NodeExpectation(node="gpu01", gpu_model="H100-SXM", gpu_count=1), "quick").to_dict()
     order = [c["check"] for c in doc["checks"]]
     assert order.index("gpu.bench") < order.index("dcgm.memory") < order.index("gpu.xid")
     assert next(c for c in doc["checks"] if c["check"] == "dcgm.memory")["verdict"] == "fail"

@@ -8,10 +8,10 @@ import certify_fake_nvml as fakes
 import pynvml
 import pytest
 
-from provision.adaptors import nvml
-from provision.certify import health
-from provision.certify.expect import NodeExpectation
+from provision.certify.probe import nvml
+from provision.certify.probe import health
 from provision.certify.probe import pci
+from provision.certify.probe.expect import NodeExpectation
 
 NOT_SUPPORTED, NOT_STARTED, IN_PROGRESS, COMPLETED = (pynvml.NVML_GPU_FABRIC_STATE_NOT_SUPPORTED,
                                                        pynvml.NVML_GPU_FABRIC_STATE_NOT_STARTED,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from provision.certify import nccl
+from provision.certify.judging import nccl
 from provision.certify.parsers import ib_write_bw, nccl_tests
-from provision.certify.parsers.errors import MAX_QUOTE, ParseError, quote
+from provision.certify.probe.parse_errors import MAX_QUOTE, ParseError, quote
 
 HEADER = ("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw"
           "   busbw  #wrong")

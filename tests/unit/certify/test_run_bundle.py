@@ -1,4 +1,4 @@
-"""What the certify role ships: exactly the probe's modules (enough to run it alone), a digest, the wheel."""
+"""What the certify role ships: the node-side package, found by walking it (it runs alone), a digest, the wheel."""
 from __future__ import annotations
 
 import json
@@ -38,11 +38,15 @@ def test_the_staged_probe_runs_alone_and_imports_nothing_else(tmp_path):
     assert all(path.startswith(str(staged)) for path in json.loads(modules_line)["modules"])
 
 
-def test_probe_modules_are_exactly_what_the_probe_imports():
+def test_the_bundle_is_the_node_package_and_holds_everything_the_probe_imports():
     code = ("import sys, provision.certify.probe.__main__; "
             "print('\\n'.join(sorted(n for n in sys.modules if n.split('.')[0] == 'provision')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
-    assert sorted(done.stdout.split()) == sorted(bundle.PROBE_MODULES)
+    shipped = bundle.probe_modules()
+    assert set(done.stdout.split()) <= set(shipped)
+    assert all(n in ("provision", "provision.certify") or n.startswith(bundle.NODE_PACKAGE) for n in shipped)
+    on_disk = {p for p in (bundle.package_root() / "certify" / "probe").rglob("*.py")}
+    assert {bundle.package_root() / bundle.module_file(n) for n in shipped} >= on_disk
 
 
 def test_staging_is_stable_so_the_role_copies_nothing_the_second_time(tmp_path):
@@ -57,13 +61,13 @@ def test_staging_is_stable_so_the_role_copies_nothing_the_second_time(tmp_path):
 def test_the_digest_changes_with_the_code(tmp_path, monkeypatch):
     before = bundle.digest()
     fake = tmp_path / "provision"
-    for name in bundle.PROBE_MODULES:
+    for name in bundle.probe_modules():
         target = fake / bundle.module_file(name)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes((bundle.package_root() / bundle.module_file(name)).read_bytes())
     monkeypatch.setattr(bundle, "package_root", lambda: fake)
     assert bundle.digest() == before
-    (fake / "certify" / "records.py").write_text("# changed\n")
+    (fake / "certify" / "probe" / "records.py").write_text("# changed\n")
     assert bundle.digest() != before
 
 
@@ -93,7 +97,7 @@ def test_site_playbook_ends_with_the_certify_play_on_every_node():
 
 
 def test_role_variables_carry_the_role_prefix_and_the_launcher_matches_the_runner():
-    from provision.certify import run
+    from provision.certify.control import run
 
     role = REPO / "playbooks" / "roles" / "certify"
     defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())

@@ -10,11 +10,12 @@ import shlex
 
 import pytest
 
-from provision.certify import bundle, drain as drainer, run as runner
-from provision.certify.expect import NodeExpectation
-from provision.certify.fleet import Fleet, Outcome
+from provision.certify import bundle
+from provision.certify.control import drain as drainer, run as runner
+from provision.certify.control.fleet import Fleet, Outcome
+from provision.certify.control.srun import NODE_MARK
 from provision.certify.probe import collect
-from provision.certify.srun import NODE_MARK
+from provision.certify.probe.expect import NodeExpectation
 from provision.records import ClusterInfo, NodeInfo
 from provision.spec.model import ClusterSpec
 
@@ -121,7 +122,7 @@ class FakeSandbox(Fleet):
                 continue
             expect = NodeExpectation(**{**self.expectations[node], "fs_mount": str(self.shared), "fs_type": None})
             doc = collect.verify_filesystem(expect) if "--fs-verify" in command else collect.run(expect, "quick")
-            out += [f"{task}: {NODE_MARK}{node}", f"{task}: {json.dumps(doc)}"]
+            out += [f"{task}: {NODE_MARK}{node}", f"{task}: {json.dumps(doc.to_dict())}"]
         return Outcome(name, 1 if err else 0, "\n".join(out) + "\n", "\n".join(err) + "\n")
 
 

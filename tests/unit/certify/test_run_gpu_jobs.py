@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import shlex
 
-from provision.certify import gpu_jobs
-from provision.certify.nccl import Fabric, judge_jobs
-from provision.certify.srun import NODE_MARK, parse
+from provision.certify.control import gpu_jobs
+from provision.certify.control.srun import NODE_MARK, parse
+from provision.certify.judging.nccl import Fabric, judge_jobs
 from provision.records import NodeInfo
 
 H100 = Fabric("H100-SXM", 8, "infiniband", 8, 400.0)

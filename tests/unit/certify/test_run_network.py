@@ -9,8 +9,11 @@ import shlex
 
 import pytest
 
-from provision.certify import netmatrix, network
-from provision.certify.fleet import Outcome
+from provision.certify.control import network
+from provision.certify.control.fleet import Outcome
+from provision.certify.judging import netmatrix
+from provision.certify.probe import PROBE_VERSION
+from provision.certify.probe.document import ProbeDocument
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 9])
@@ -130,7 +133,8 @@ def test_servers_are_stopped_even_when_a_round_raises():
 
 def test_rdma_is_used_only_when_every_node_has_an_active_port():
     port = {"device": "mlx5_0", "port": 1, "state": "ACTIVE", "rate_gbps": 400.0, "link_layer": "InfiniBand"}
-    probes = {"a": {"rdma": [port]}, "b": {"rdma": [port]}, "c": {"rdma": [{**port, "state": "DOWN"}]}}
+    probes = {name: ProbeDocument.from_dict({"probe_version": PROBE_VERSION, "mode": "probe", "rdma": ports})
+              for name, ports in (("a", [port]), ("b", [port]), ("c", [{**port, "state": "DOWN"}]))}
     assert network.rdma_device(probes, ["a", "b"]) == (True, "mlx5_0")
     assert network.rdma_device(probes, ["a", "b", "c"]) == (False, None)
     assert network.rdma_device(probes, []) == (False, None)

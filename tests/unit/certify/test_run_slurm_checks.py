@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from provision.certify import slurm_checks as sc
+from provision.certify.control import slurm_checks as sc
 
 OK = {"munge_rc": "0", "munge": "STATUS: Success (0)", "slurmd": "active"}
 WRONG_KEY = {"munge_rc": "1", "munge": "unmunge: Error: Invalid credential", "slurmd": "active"}

@@ -4,8 +4,9 @@ from __future__ import annotations
 import json
 import shlex
 
-from provision.certify.assemble import parse_probe_output
-from provision.certify.srun import NODE_MARK, SRUN_CHUNK, Step, node_errors, parse, split_labelled
+from provision.certify.control.srun import NODE_MARK, SRUN_CHUNK, Step, node_errors, parse, split_labelled
+from provision.certify.judging.assemble import parse_probe_output
+from provision.certify.probe.document import ProbeDocument
 
 # Recorded from Slurm 22.05 on the sandbox: slurmd stopped on store02, one srun over three nodes.
 STDOUT_SLURMD_DOWN = f"""0: {NODE_MARK}node01
@@ -49,9 +50,9 @@ def test_output_is_attributed_by_the_node_each_task_names_not_by_task_number():
 
 
 def test_a_long_json_line_cut_by_srun_comes_back_whole_even_when_tasks_interleave():
-    docs = {node: {"mode": "probe", "node": node, "pad": "x" * 5000 + node} for node in ("node01", "store01")}
-    a = labelled(0, NODE_MARK + "node01") + labelled(0, json.dumps(docs["node01"]))
-    b = labelled(1, NODE_MARK + "store01") + labelled(1, json.dumps(docs["store01"]))
+    docs = {node: ProbeDocument.failed("x" * 5000 + node, node) for node in ("node01", "store01")}
+    a = labelled(0, NODE_MARK + "node01") + labelled(0, json.dumps(docs["node01"].to_dict()))
+    b = labelled(1, NODE_MARK + "store01") + labelled(1, json.dumps(docs["store01"].to_dict()))
     mixed = [line for pair in zip(a, b) for line in pair] + a[len(b):] + b[len(a):]
     texts = split_labelled("\n".join(mixed))
     assert {node: parse_probe_output(text, node) for node, text in texts.items()} == docs

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from provision.certify.records import CheckResult, ClusterReport, NodeResult
-from provision.certify.report import ReportPaths
-from provision.certify.run import CertifyOptions, CertifyRun
 from provision import lifecycle
+from provision.certify.control.run import CertifyOptions, CertifyRun
+from provision.certify.probe.records import CheckResult
+from provision.certify.records import ClusterReport, NodeResult
+from provision.certify.report import ReportPaths
 from provision.cli import certify_cmd
 from provision.cli.main import app
 from provision.records import ClusterInfo, NodeInfo

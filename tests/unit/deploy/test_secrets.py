@@ -8,12 +8,12 @@ from provision.state import ClusterState
 def test_secrets_are_created_once_and_private(tmp_path):
     state = ClusterState(tmp_path, "c1")
     secrets.ensure_secrets(state)
-    key = state.munge_key_path
+    key = state.secrets.munge_key
     first = key.read_bytes()
     assert len(first) == secrets.MUNGE_KEY_BYTES
     assert key.stat().st_mode & 0o777 == 0o400
-    assert state.db_password_path.stat().st_mode & 0o777 == 0o400
-    assert state.secrets_dir.stat().st_mode & 0o777 == 0o700
+    assert state.secrets.db_password.stat().st_mode & 0o777 == 0o400
+    assert state.secrets.directory.stat().st_mode & 0o777 == 0o700
     secrets.ensure_secrets(state)
     assert key.read_bytes() == first
 
@@ -22,4 +22,4 @@ def test_each_cluster_gets_its_own_key(tmp_path):
     a, b = ClusterState(tmp_path, "a"), ClusterState(tmp_path, "b")
     secrets.ensure_secrets(a)
     secrets.ensure_secrets(b)
-    assert a.munge_key_path.read_bytes() != b.munge_key_path.read_bytes()
+    assert a.secrets.munge_key.read_bytes() != b.secrets.munge_key.read_bytes()

@@ -32,7 +32,7 @@ def test_reading_a_spec_loads_no_provider_implementation(tmp_path):
                     "ssh_ingress_cidr: 10.0.0.0/8, ami: {id: ami-0123456789abcdef0}}\n"
                     "node_groups:\n  - {name: ctl, roles: [controller], count: 1, instance_type: m7i.large}\n"
                     "  - {name: gpu, roles: [compute], count: 1, instance_type: m7i.large}\n")
-    code = ("import sys; from pathlib import Path; from provision.spec import validate_file; "
+    code = ("import sys; from pathlib import Path; from provision.spec.loader import validate_file; "
             f"assert validate_file(Path({str(spec)!r})).findings is not None; "
             "print(sorted(m for m in sys.modules if m.startswith(('boto', 'provision.providers'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)

@@ -1,6 +1,7 @@
 """The base image cache: built once, reused, unpacked from the tarball, repaired when damaged.
 
-The builder (debootstrap, a minute of downloads) is replaced by a small fake; tar and zstd are real."""
+The builder (debootstrap, a minute of downloads) is replaced by a small fake; tar and zstd are real. These tests ask
+for the base alone (packages=None); the node image built on top of it is tested in test_sandbox_image_nodes.py."""
 from __future__ import annotations
 
 import shutil
@@ -30,7 +31,7 @@ class FakeBuilder:
 @pytest.fixture
 def cache(tmp_path):
     builder = FakeBuilder()
-    return image.ImageCache(tmp_path, builder), builder
+    return image.ImageCache(tmp_path, builder, packages=None), builder
 
 
 def test_first_call_builds_and_packs_then_reuses(cache):
@@ -84,7 +85,7 @@ def test_a_failed_build_leaves_no_half_image(tmp_path):
         (target / "partial").write_text("x")
         raise RuntimeError("mirror unreachable")
 
-    images = image.ImageCache(tmp_path, broken)
+    images = image.ImageCache(tmp_path, broken, packages=None)
     with pytest.raises(RuntimeError):
         images.ensure(MIRRORS, print)
     key = image.image_key(MIRRORS)

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from provision import inventory, lifecycle, remote, ssh_options
 from provision.errors import ConnectionFailure, StateError
-from provision.spec import load_spec
+from provision.spec.loader import load_spec
 from provision.spec.model import ClusterSpec
 
 ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from provision.errors import SpecError
-from provision.spec import validate_file
+from provision.spec.loader import validate_file
 
 GOOD = """\
 name: demo

@@ -16,7 +16,7 @@ import pytest
 from provision.cli.main import run
 from provision.errors import SpecError
 from provision.limits import MAX_SPEC_BYTES, MAX_YAML_DEPTH
-from provision.spec import validate_file
+from provision.spec.loader import validate_file
 
 GOOD = """\
 name: demo

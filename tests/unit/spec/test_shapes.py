@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from provision.spec import validate_file
+from provision.spec.loader import validate_file
 
 STATIC = {
     "name": "demo",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from provision.gpus import GPU_MODELS
+from provision.certify.probe.gpus import GPU_MODELS
 from provision.providers.aws.facts import TypeFacts
 from provision.providers.aws.instance_types import GPU_INSTANCE_TYPES, is_cpu_only, quota_class
 from provision.providers.aws.instances import network_interfaces

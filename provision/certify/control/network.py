@@ -1,0 +1,181 @@
+"""Pairwise node-to-node bandwidth: every ordered pair measured, in rounds of disjoint pairs.
+
+The circle method splits N nodes into N-1 rounds (N even; one node sits out each round when N is
+odd) so every pair meets exactly once and no node is in two pairs of a round; each pair measures both
+directions, one after the other. iperf3 (TCP) runs everywhere: one server per node for the whole
+matrix, started as a daemon and stopped by its PID. ib_write_bw is used instead where every node has
+an active RDMA port: a one-shot server per measurement.
+"""
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from provision.certify.control.fleet import Fleet, Outcome
+from provision.certify.control.slurm_checks import run_dir
+from provision.certify.judging.netmatrix import PairResult
+from provision.certify.parsers import ib_write_bw, iperf3
+from provision.certify.probe.document import ProbeDocument
+
+IPERF3_SECONDS = 1
+RDMA_SERVER_WAIT_S = 1.0
+BUSY_RETRY_S = 0.5
+
+
+def rounds(nodes: Sequence[str]) -> list[list[tuple[str, str]]]:
+    """Round-robin schedule: N-1 rounds (N even) of disjoint unordered pairs covering every pair once."""
+    ring: list[str | None] = list(nodes)
+    if len(ring) < 2:
+        return []
+    if len(ring) % 2:
+        ring.append(None)  # a bye: whoever meets it sits the round out
+    n = len(ring)
+    out = []
+    for _ in range(n - 1):
+        pairs = [(ring[i], ring[n - 1 - i]) for i in range(n // 2)]
+        out.append([(a, b) for a, b in pairs if a is not None and b is not None])
+        ring = [ring[0], ring[-1], *ring[1:-1]]
+    return out
+
+
+@dataclass(frozen=True)
+class Iperf3:
+    """iperf3 TCP test; `bitrate` paces the sender (used on the sandbox, whose veth speed is just CPU)."""
+
+    port: int
+    seconds: int = IPERF3_SECONDS
+    bitrate: str | None = None
+    name: str = "iperf3"
+
+    def server(self, run_id: str) -> str:
+        """Start a daemon server, wait until it listens, print its PID."""
+        folder = run_dir(run_id)
+        return (f"mkdir -p -m 0700 {folder} && iperf3 -s -D -p {self.port} -I {folder}/iperf3.pid "
+                f"--logfile {folder}/iperf3.log && for i in $(seq 50); do "
+                f"ss -Hltn 'sport = :{self.port}' | grep -q . && break; sleep 0.1; done && cat {folder}/iperf3.pid")
+
+    def stop(self, pid: int, run_id: str) -> str:
+        """Stop the server started by `server` (by its PID) and remove the run's scratch folder."""
+        return f"kill {int(pid)} 2>/dev/null; rm -rf {run_dir(run_id)}"
+
+    def client(self, address: str, reverse: bool) -> str:
+        """Measure to the server at address (reverse: the server sends); JSON output."""
+        argv = ["timeout", str(self.seconds + 15), "iperf3", "-c", address, "-p", str(self.port), "-t",
+                str(self.seconds), "-J", "--connect-timeout", "3000"]
+        if self.bitrate:
+            argv += ["-b", self.bitrate]
+        if reverse:
+            argv.append("-R")
+        return " ".join(shlex.quote(a) for a in argv)
+
+    @staticmethod
+    def parse(text: str) -> float:
+        """Received Gb/s; ValueError on a failed run."""
+        return iperf3.parse(text).received_gbps
+
+
+@dataclass(frozen=True)
+class IbWriteBw:
+    """perftest ib_write_bw between the first active RDMA devices of two nodes."""
+
+    port: int
+    device: str | None = None
+    name: str = "ib_write_bw"
+
+    def _base(self) -> list[str]:
+        argv = ["ib_write_bw", "--report_gbits", "-F", "-p", str(self.port)]
+        return argv + (["-d", self.device] if self.device else [])
+
+    def one_shot_server(self) -> str:
+        """A server that serves one test and exits."""
+        return "timeout 60 " + " ".join(shlex.quote(a) for a in self._base())
+
+    def client(self, address: str) -> str:
+        """Write to the server at address."""
+        return "timeout 60 " + " ".join(shlex.quote(a) for a in [*self._base(), address])
+
+    @staticmethod
+    def parse(text: str) -> float:
+        """Average Gb/s; ValueError on a failed run."""
+        return ib_write_bw.parse(text).average_gbps
+
+
+def _pair_result(src: str, dst: str, tool: str, outcome: Outcome, parse: Callable[[str], float]) -> PairResult:
+    if outcome.rc is None:
+        return PairResult(src, dst, None, tool, outcome.error)
+    try:
+        return PairResult(src, dst, round(parse(outcome.stdout), 4), tool)
+    except ValueError as exc:
+        return PairResult(src, dst, None, tool, f"{exc} (exit {outcome.rc})")
+
+
+def measure_iperf3(fleet: Fleet, addresses: Mapping[str, str], run_id: str, tool: Iperf3) -> list[PairResult]:
+    """Start a server per node, run the rounds, stop every server started; one PairResult per direction."""
+    nodes = list(addresses)
+    started = fleet.run_many({n: tool.server(run_id) for n in nodes}, timeout=30)
+    pids = {n: int(o.stdout.strip()) for n, o in started.items() if o.ok and o.stdout.strip().isdigit()}
+    broken = {n: o.error or (o.stderr.strip() or "iperf3 server did not start")[-200:]
+              for n, o in started.items() if n not in pids}
+    try:
+        results: list[PairResult] = []
+        for pairs in rounds(nodes):
+            with ThreadPoolExecutor(max_workers=max(len(pairs), 1)) as pool:
+                for chunk in pool.map(lambda p: _iperf3_pair(fleet, addresses, tool, broken, *p), pairs):
+                    results += chunk
+        return results
+    finally:
+        fleet.run_many({n: tool.stop(pid, run_id) for n, pid in pids.items()}, timeout=30)
+
+
+def _iperf3_pair(fleet: Fleet, addresses: Mapping[str, str], tool: Iperf3, broken: Mapping[str, str],
+                 a: str, b: str) -> list[PairResult]:
+    """a -> b and b -> a, both run from a against b's server (-R for the reverse)."""
+    if a in broken or b in broken:
+        why = "; ".join(f"{n}: {broken[n]}" for n in (a, b) if n in broken)
+        return [PairResult(a, b, None, tool.name, why), PairResult(b, a, None, tool.name, why)]
+    forward = _iperf3_client(fleet, a, tool, addresses[b], reverse=False)
+    backward = _iperf3_client(fleet, a, tool, addresses[b], reverse=True)
+    return [_pair_result(a, b, tool.name, forward, tool.parse), _pair_result(b, a, tool.name, backward, tool.parse)]
+
+
+def _iperf3_client(fleet: Fleet, node: str, tool: Iperf3, address: str, reverse: bool) -> Outcome:
+    """One client run; once more after a pause if the server was still closing the previous test."""
+    outcome = fleet.run(node, tool.client(address, reverse), tool.seconds + 30)
+    if outcome.rc not in (0, None) and "busy" in outcome.stdout:
+        time.sleep(BUSY_RETRY_S)
+        outcome = fleet.run(node, tool.client(address, reverse), tool.seconds + 30)
+    return outcome
+
+
+def measure_rdma(fleet: Fleet, addresses: Mapping[str, str], tool: IbWriteBw) -> list[PairResult]:
+    """Every direction with a one-shot ib_write_bw server on the receiver."""
+    results: list[PairResult] = []
+    for pairs in rounds(list(addresses)):
+        with ThreadPoolExecutor(max_workers=max(2 * len(pairs), 1)) as pool:
+            for chunk in pool.map(lambda p: [_rdma_one(fleet, addresses, tool, p[0], p[1], pool),
+                                             _rdma_one(fleet, addresses, tool, p[1], p[0], pool)], pairs):
+                results += chunk
+    return results
+
+
+def _rdma_one(fleet: Fleet, addresses: Mapping[str, str], tool: IbWriteBw, src: str, dst: str,
+              pool: ThreadPoolExecutor) -> PairResult:
+    server = pool.submit(fleet.run, dst, tool.one_shot_server(), 90)
+    time.sleep(RDMA_SERVER_WAIT_S)
+    client = fleet.run(src, tool.client(addresses[dst]), 90)
+    server.result()
+    return _pair_result(src, dst, tool.name, client, tool.parse)
+
+
+def rdma_device(probes: Mapping[str, ProbeDocument], nodes: Sequence[str]) -> tuple[bool, str | None]:
+    """(every node has an active RDMA port, the device name they share if one) from the probe documents."""
+    devices = []
+    for node in nodes:
+        active = probes[node].active_rdma_ports() if node in probes else []
+        if not active:
+            return False, None
+        devices.append(active[0].device)
+    return bool(nodes), (devices[0] if len(set(devices)) == 1 else None)

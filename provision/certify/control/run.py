@@ -1,0 +1,336 @@
+"""Certify a running cluster: every check, from the control node, over SSH to the nodes and through Slurm.
+
+Order of one run (quick on 4 sandbox nodes: about 15 s):
+1. SSH to every node at once (node.reachable); the controller makes a munge credential.
+2. Per node, one SSH command: write the node's expectation, report slurmd, decode the credential
+   (munge.credential, slurm.slurmd), the digests of the cluster-wide files and the stack's package versions
+   (config.files against the controller, config.packages within the group) and, on compute nodes, what
+   `slurmd -C` reads from the hardware; on the controller: scontrol ping, sinfo (slurm.controller,
+   slurm.node_state) and `scontrol show node` (slurm.node_definition: the controller's view against the node's).
+3. ONE srun across every compute node that can take a step runs the probe (one task per node), then a
+   second one the filesystem cross-check; a node left out or whose task failed gets slurm.srun failed
+   with the reason (srun's error line, or why it was left out).
+4. Jobs shaped like users': each node asked for whole (--exclusive, every CPU, most of the memory:
+   slurm.node_resources), then one MPI job across every compute node through `srun --mpi=pmix` whose
+   allreduces are verified (mpi.start per node, mpi.allreduce with its time).
+5. sbatch across the same nodes (slurm.sbatch, waited for in sacct) while the pairwise network matrix
+   runs (net.pairwise_bw, net.node_bw); GPU gres jobs (all of a node's GPUs, then one) and, at standard
+   and full, nccl-tests.
+6. Clean up (iperf3 servers by PID, scratch folders), assemble, write the reports, optionally drain.
+
+The controller-only node is no Slurm compute node: the probe (GPU, filesystem) and slurm.slurmd do
+not apply to it; it takes part in node.reachable, munge.credential (as the reference), config.files (as the
+reference), slurm.controller and the network matrix.
+"""
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from provision.certify import bundle
+from provision.certify.control import consistency, gpu_jobs, network, node_definition, slurm_checks, srun, user_steps
+from provision.certify.control.drain import drain
+from provision.certify.control.fleet import Fleet
+from provision.certify.control.session import PREFIX, Session, expectation_for, now_iso, step
+from provision.certify.judging.assemble import assemble, parse_probe_output
+from provision.certify.probe.expect import LEVELS
+from provision.certify.probe.document import ProbeDocument
+from provision.certify.probe.records import CheckResult
+from provision.certify.records import ClusterReport
+from provision.certify.report import ReportPaths, write_to_state
+from provision.errors import CertifyError, UsageError
+from provision.lock import cluster_lock
+from provision.records import ClusterInfo, NodeInfo, Progress, silent
+from provision.spec.model import ClusterSpec
+from provision.state import ClusterState
+
+PROBE = f"{PREFIX}/bin/certify-probe"
+GPUBENCH = f"{PREFIX}/bin/gpubench"
+FS_SIZE_MIB = {"quick": 16, "standard": 256, "full": 1024}
+PROBE_TIMEOUT_S = {"quick": 120, "standard": 1800, "full": 3 * 3600}
+VERIFY_TIMEOUT_S = 300
+SACCT_WAIT_S = 60.0
+SANDBOX_BITRATE = "1G"  # sandbox links are veth pairs: their raw speed is the host's CPU, not a link
+
+
+@dataclass(frozen=True)
+class CertifyOptions:
+    """How deep to go and what to do with failed nodes."""
+
+    level: str = "quick"
+    drain_failed: bool = False
+    iperf3_bitrate: str | None = None  # pace iperf3 (e.g. "1G"); None: full speed, or SANDBOX_BITRATE on the sandbox
+    iperf3_seconds: int = network.IPERF3_SECONDS
+    nccl_tests: str = gpu_jobs.NCCL_TESTS_BIN
+
+    def __post_init__(self) -> None:
+        if self.level not in LEVELS:
+            raise UsageError(f"--level: '{self.level}' is not a level", hint=f"use one of {', '.join(LEVELS)}")
+
+
+@dataclass
+class CertifyRun:
+    """A finished certification: the report, where it was written, which nodes were drained."""
+
+    report: ClusterReport
+    paths: ReportPaths | None = None
+    drained: dict[str, str] = field(default_factory=dict)  # node -> drain reason
+    drain_errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """No check failed."""
+        return self.report.verdict != "fail"
+
+    @property
+    def failed_nodes(self) -> list[str]:
+        """Nodes with a failed check, in node order."""
+        return [n.name for n in self.report.nodes if n.verdict == "fail"]
+
+    @property
+    def seconds(self) -> float:
+        """Wall time from the report's timestamps."""
+        return (datetime.fromisoformat(self.report.finished_at)
+                - datetime.fromisoformat(self.report.started_at)).total_seconds()
+
+
+def certify(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions = CertifyOptions(),
+            progress: Progress = silent) -> CertifyRun:
+    """Run every check, write report.json/.xml/.html under the state's reports folder, drain if asked."""
+    if not cluster.nodes or all(n.state in ("planned", "absent") for n in cluster.nodes):
+        raise CertifyError(f"cluster {cluster.name} has no running nodes", hint="bring it up first: provision up SPEC")
+    draining = cluster_lock(ClusterState.for_spec(spec), "certify --drain-failed", progress) if options.drain_failed \
+        else nullcontext()
+    with draining:  # draining changes the cluster: one such command at a time (provision.lock)
+        report = collect(spec, cluster, options, progress)
+        run = CertifyRun(report, write_to_state(report, ClusterState.for_spec(spec)))
+        if options.drain_failed:
+            run.drained, run.drain_errors = drain(cluster, report, progress)
+    return run
+
+
+def collect(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions,
+            progress: Progress = silent) -> ClusterReport:
+    """Measure everything and assemble the report (nothing written)."""
+    run = Session(spec, cluster, options, progress)
+    started = now_iso()
+    with Fleet(cluster) as fleet:
+        progress(f"certify {options.level}: connecting to {len(cluster.nodes)} nodes")
+        unreachable = fleet.connect(cluster.nodes)
+        run.checks += [slurm_checks.reachable_check(n.name, unreachable.get(n.name)) for n in cluster.nodes]
+        try:
+            eligible = _prechecks(run, fleet)
+            answered = _probe(run, fleet, eligible)
+            user_steps.definitions(run, fleet, answered)
+            _fs_verify(run, fleet, answered)
+            user_steps.whole_nodes(run, fleet, answered)
+            user_steps.mpi(run, fleet, answered)
+            _sbatch_and_network(run, fleet, answered)
+            _gpu_jobs(run, fleet, answered)
+        finally:
+            _cleanup(run, fleet)
+    return assemble(cluster=cluster.name, level=options.level, nodes=cluster.nodes, probes=run.probes,
+                    started_at=started, finished_at=now_iso(), fs_verify=run.fs_verify, nccl=run.nccl,
+                    pairs=run.pairs, extra_checks=run.checks, probed=[n.name for n in run.compute])
+
+
+def _expectation(run: Session, node: NodeInfo) -> str:
+    expect = expectation_for(node, run.spec, run_id=run.run_id, fs_size_mib=FS_SIZE_MIB[run.options.level])
+    return json.dumps(expect.to_dict(), separators=(",", ":"))
+
+
+def _prechecks(run: Session, fleet: Fleet) -> list[str]:
+    """Munge, slurmd and node states; returns the compute nodes a step can be placed on."""
+    ctl = run.controller
+    made = fleet.run(ctl, "munge -n", 15)
+    credential = made.stdout.strip() if made.ok and made.stdout.startswith("MUNGE:") else None
+    reachable = [n for n in run.cluster.nodes if fleet.reachable(n.name)]
+    digest_file = f"{PREFIX}/probe/{bundle.DIGEST_FILE}"
+    outcomes = fleet.run_many({n.name: slurm_checks.precheck_command(run.run_id, _expectation(run, n), credential,
+                                                                     n.has_role("compute"), digest_file)
+                               + "\n" + consistency.command()
+                               + ("\n" + node_definition.NODE_COMMAND if n.has_role("compute") else "")
+                               for n in reachable}, timeout=30)
+    run.precheck = {name: o.stdout for name, o in outcomes.items() if o.rc is not None}
+    fields = {name: slurm_checks.parse_fields(text) for name, text in run.precheck.items()}
+    user_steps.configuration(run)
+    user_steps.read_view(run, fleet)
+    state = fleet.run(ctl, slurm_checks.state_command(), 30)
+    ping, states = slurm_checks.parse_states(state.stdout) if state.rc is not None else ("", {})
+    if fleet.reachable(ctl):
+        run.checks.append(slurm_checks.controller_check(ctl, ping, state.error or state.stderr.strip()))
+        run.checks += slurm_checks.munge_checks(credential, ctl, made.error or made.stderr.strip(), fields)
+    eligible = []
+    expected = bundle.digest()
+    for node in run.compute:
+        reasons = _blockers(run, fleet, node.name, fields, states, expected, outcomes)
+        if reasons:
+            run.probes[node.name] = ProbeDocument.failed("not run: " + "; ".join(reasons), node.name)
+        else:
+            eligible.append(node.name)
+    return eligible
+
+
+def _blockers(run: Session, fleet: Fleet, node: str, fields: dict[str, dict[str, str]],
+              states: dict[str, tuple[str, str]], expected_digest: str, outcomes: dict) -> list[str]:
+    """Record the node's slurmd, probe and Slurm-state checks; return why no step can run on it (empty: it can)."""
+    ctl = run.controller
+    reasons = []
+    if not fleet.reachable(node):
+        reasons.append(f"node unreachable ({fleet.unreachable.get(node)})")
+    elif node in fields:
+        slurmd = slurm_checks.slurmd_check(node, fields[node])
+        probe = slurm_checks.probe_check(node, fields[node], expected_digest)
+        run.checks += [slurmd, probe]
+        if slurmd.verdict == "fail":
+            reasons.append("slurmd is not running")
+        if probe.verdict == "fail":
+            reasons.append("the probe is missing or out of date")
+    else:
+        reasons.append(f"the node stopped answering ({outcomes[node].error})")
+    if fleet.reachable(ctl):
+        run.checks.append(slurm_checks.node_state_check(node, states.get(node)))
+        if not slurm_checks.runnable(states.get(node)):
+            reasons.append(f"Slurm lists it as {(states.get(node) or ('unknown',))[0]}")
+    else:
+        reasons.append(f"the controller {ctl} is unreachable")
+    munge = next((c for c in run.checks if c.check == "munge.credential" and c.node == node), None)
+    if munge is not None and munge.verdict == "fail":
+        reasons.append("its munge key does not match the controller's")
+    return reasons
+
+
+def _probe(run: Session, fleet: Fleet, eligible: list[str]) -> list[str]:
+    """The probe on every eligible node in one srun; returns the nodes whose document came back."""
+    level = run.options.level
+    compute = [n.name for n in run.compute]
+    if not eligible:
+        run.checks.append(slurm_checks.srun_all_check(compute, [], None))
+        return []
+    run.progress(f"probe ({level}) on {len(eligible)} nodes in one srun")
+    command = (f"{PROBE} --level {level} --expect-json @{slurm_checks.expect_path(run.run_id)} "
+               f"--gpubench {GPUBENCH}")
+    output, _, seconds = step(run, fleet, srun.Step(tuple(eligible), command, run.job("probe"),
+                                                     PROBE_TIMEOUT_S[level]))
+    missing = output.missing(eligible)
+    answered = []
+    for node in eligible:
+        if node in missing:
+            run.probes[node] = ProbeDocument.failed(f"srun task failed: {missing[node]}", node)
+            continue
+        try:
+            run.probes[node] = parse_probe_output(output.texts[node], node)
+            answered.append(node)
+        except CertifyError as exc:
+            run.probes[node] = ProbeDocument.failed(str(exc), node)
+    run.checks.append(slurm_checks.srun_all_check(compute, answered, seconds))
+    return answered
+
+
+def _fs_verify(run: Session, fleet: Fleet, answered: list[str]) -> None:
+    """Second srun: every node reads every node's file of this run."""
+    if run.spec.filesystem.type == "none" or not answered:
+        return
+    command = f"{PROBE} --fs-verify --expect-json @{slurm_checks.expect_path(run.run_id)}"
+    output, _, _ = step(run, fleet, srun.Step(tuple(answered), command, run.job("fsverify"), VERIFY_TIMEOUT_S))
+    run.fs_verify = {}
+    for node in answered:
+        try:
+            run.fs_verify[node] = parse_probe_output(output.texts.get(node, ""), node)
+        except CertifyError:
+            continue  # assemble reports "no verification document" on that node
+
+
+def _sbatch_and_network(run: Session, fleet: Fleet, answered: list[str]) -> None:
+    """Submit the accounting job, measure the matrix while it runs, then wait for sacct."""
+    result: dict[str, CheckResult] = {}
+    waiter = None
+    if answered:
+        waiter = threading.Thread(target=lambda: result.update(check=_sbatch(run, fleet, answered)), daemon=True)
+        waiter.start()
+    else:
+        result["check"] = slurm_checks.sbatch_check(None, None, "no compute node could take a job")
+    _network(run, fleet)
+    if waiter is not None:
+        waiter.join(SACCT_WAIT_S + 30)
+    run.checks.append(result.get("check") or slurm_checks.sbatch_check(None, None, "the sbatch check did not finish"))
+
+
+def _sbatch(run: Session, fleet: Fleet, nodes: list[str]) -> CheckResult:
+    started = time.monotonic()
+    submitted = fleet.run(run.controller, slurm_checks.sbatch_command(nodes, run.job("sbatch")), 30)
+    job = submitted.stdout.strip().split(";")[0]
+    if not submitted.ok or not job.isdigit():
+        return slurm_checks.sbatch_check(None, None, submitted.error or submitted.stderr.strip())
+    accounted = slurm_checks.Accounted(None, None)
+    while time.monotonic() - started < SACCT_WAIT_S:
+        polled = fleet.run(run.controller, slurm_checks.sacct_command(job), 15)
+        accounted = slurm_checks.parse_sacct(polled.stdout)
+        if accounted.done:
+            break
+        time.sleep(0.5)
+    if not accounted.done:
+        fleet.run(run.controller, f"scancel {job}", 15)
+    return slurm_checks.sbatch_check(job, accounted, seconds=time.monotonic() - started)
+
+
+def _network(run: Session, fleet: Fleet) -> None:
+    """Pairwise matrix over every reachable node: ib_write_bw where all compute nodes have RDMA, else iperf3."""
+    reachable = [n for n in run.cluster.nodes if fleet.reachable(n.name)]
+    compute = [n.name for n in run.compute if n.name in run.probes and run.probes[n.name].mode == "probe"]
+    rdma, device = network.rdma_device(run.probes, compute)
+    if rdma and len(compute) >= 2:
+        addresses = {n.name: n.address or n.name for n in run.compute if n.name in compute}
+        run.progress(f"ib_write_bw matrix over {len(addresses)} nodes")
+        run.pairs = network.measure_rdma(fleet, addresses, network.IbWriteBw(port=18515, device=device))
+        return
+    if len(reachable) < 2:
+        return
+    addresses = {n.name: n.address or n.name for n in reachable}
+    bitrate = run.options.iperf3_bitrate or (SANDBOX_BITRATE if run.cluster.sandbox else None)
+    tool = network.Iperf3(port=random.randint(20000, 29999), seconds=run.options.iperf3_seconds, bitrate=bitrate)
+    run.progress(f"iperf3 matrix over {len(addresses)} nodes ({len(addresses) - 1 + len(addresses) % 2} rounds)")
+    run.pairs = network.measure_iperf3(fleet, addresses, run.run_id, tool)
+
+
+def _gpu_jobs(run: Session, fleet: Fleet, answered: list[str]) -> None:
+    """gres check on GPU nodes (every level) and nccl-tests (standard, full); n/a lines otherwise."""
+    level = run.options.level
+    gpu_nodes = [n for n in run.compute if n.gpu_count and n.name in answered]
+    has_gpus = any(n.gpu_count for n in run.compute)
+    run.checks += gpu_jobs.not_applicable(level, has_gpus)
+    if not gpu_nodes:
+        return
+    names = [n.name for n in gpu_nodes]
+    for one in gpu_jobs.gres_steps(gpu_nodes, run.job("gres")):
+        output, _, _ = step(run, fleet, one)
+        run.checks += gpu_jobs.gres_checks(one, output)
+    single = gpu_jobs.gres_single_step(names, run.job("gres-single"))
+    output, _, _ = step(run, fleet, single)
+    run.checks += gpu_jobs.gres_checks(single, output, "slurm.gres_single")
+    if level == "quick":
+        return
+    run.progress(f"nccl-tests all_reduce_perf on {len(names)} nodes")
+    for one in gpu_jobs.node_nccl_steps(gpu_nodes, level, run.job("nccl-node"), run.options.nccl_tests):
+        output, _, _ = step(run, fleet, one)
+        run.nccl += gpu_jobs.node_nccl_jobs(output, list(one.nodes))
+    gpus = min(n.gpu_count for n in gpu_nodes)  # one rank per GPU: every node takes the same number of ranks
+    if len(names) >= 2:
+        output, outcome, _ = step(run, fleet, gpu_jobs.cluster_nccl_step(names, gpus, level, run.job("nccl-all"),
+                                                                           run.options.nccl_tests))
+        run.nccl.append(gpu_jobs.cluster_nccl_job(outcome.rc, outcome.stdout, output, names))
+
+
+def _cleanup(run: Session, fleet: Fleet) -> None:
+    """Remove this run's scratch folders on every node and its files on the shared filesystem."""
+    writer = next((n for n, d in run.probes.items() if d.mode == "probe" and (d.fs or {}).get("path")), None)
+    commands = {n: f"rm -rf {slurm_checks.run_dir(run.run_id)}" for n in fleet.clients}
+    if writer and run.spec.filesystem.type != "none":
+        folder = f"{run.spec.filesystem.mount_point}/.provision-certify/{run.run_id}"
+        commands[writer] += f"; rm -rf {folder}"
+    fleet.run_many(commands, timeout=60)

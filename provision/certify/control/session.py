@@ -1,0 +1,84 @@
+"""One certification run as it accumulates: the spec, the cluster, what was measured so far; and running one
+srun step of it on the controller."""
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from provision.certify.control import srun
+from provision.certify.control.fleet import Fleet, Outcome
+from provision.certify.control.node_definition import Definition
+from provision.certify.judging.nccl import NcclJob
+from provision.certify.judging.netmatrix import PairResult
+from provision.certify.probe.document import ProbeDocument
+from provision.certify.probe.expect import NodeExpectation
+from provision.certify.probe.records import CheckResult
+from provision.records import ClusterInfo, NodeInfo, Progress
+from provision.spec.model import ClusterSpec
+
+PREFIX = "/opt/gpu-provision/certify"  # the certify role's certify_prefix
+MPI_CHECK = f"{PREFIX}/bin/mpi-check"  # built by the certify role with mpicc on compute nodes
+
+
+def expectation_for(node: NodeInfo, spec: ClusterSpec, *, run_id: str = "manual",
+                    fs_size_mib: int = 256) -> NodeExpectation:
+    """What the probe compares a node with, from the spec and the node's record."""
+    software = spec.software
+    cuda = max(software.cuda.versions, key=lambda v: tuple(int(p) for p in v.split(".")))
+    mount = spec.filesystem.mount_point if spec.filesystem.type != "none" else None
+    fs_type = spec.filesystem.type if mount else None
+    return NodeExpectation(node=node.name, gpu_model=node.gpu_model, gpu_count=node.gpu_count,
+                           driver_branch=software.nvidia_driver.branch, driver_version=software.nvidia_driver.version,
+                           cuda_version=cuda, interconnect=node.interconnect, interconnect_nics=node.interconnect_nics,
+                           fs_mount=mount, fs_type=fs_type, fs_size_mib=fs_size_mib, run_id=run_id)
+
+
+def now_iso() -> str:
+    """UTC timestamp with milliseconds."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def new_run_id() -> str:
+    """Unique and sortable: UTC time plus random hex (names the scratch folders of the run)."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+
+
+@dataclass
+class Session:
+    """What one collection accumulates."""
+
+    spec: ClusterSpec
+    cluster: ClusterInfo
+    options: object  # run.CertifyOptions
+    progress: Progress
+    run_id: str = field(default_factory=new_run_id)
+    checks: list[CheckResult] = field(default_factory=list)
+    probes: dict[str, ProbeDocument] = field(default_factory=dict)
+    fs_verify: dict[str, ProbeDocument] | None = None
+    pairs: list[PairResult] = field(default_factory=list)
+    nccl: list[NcclJob] = field(default_factory=list)
+    precheck: dict[str, str] = field(default_factory=dict)  # node -> its pre-check output
+    view: dict[str, Definition] = field(default_factory=dict)  # the controller's node definitions
+
+    @property
+    def controller(self) -> str:
+        return self.cluster.controller.name
+
+    @property
+    def compute(self) -> list[NodeInfo]:
+        return self.cluster.with_role("compute")
+
+    def job(self, what: str) -> str:
+        return f"certify-{what}-{self.run_id}"
+
+
+def step(run: Session, fleet: Fleet, one: srun.Step) -> tuple[srun.StepOutput, Outcome, float]:
+    """Run one srun step from the controller: its output per node, the raw outcome and its wall time."""
+    started = time.monotonic()
+    outcome = fleet.run(run.controller, one.shell(), one.timeout_s + srun.KILL_AFTER_S + 15)
+    output = srun.parse(outcome.rc, outcome.stdout, outcome.stderr)
+    if outcome.rc is None:
+        output.general.append(outcome.error or "the controller stopped answering")
+    return output, outcome, time.monotonic() - started

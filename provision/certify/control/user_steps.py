@@ -1,0 +1,72 @@
+"""The user-shaped parts of a certification run, in the order the runner calls them: the controller's view
+of the nodes against their hardware, the whole-node jobs, the MPI job, and configuration consistency."""
+from __future__ import annotations
+
+from provision.certify.control import consistency, node_definition, srun, user_jobs
+from provision.certify.control.fleet import Fleet
+from provision.certify.control.session import MPI_CHECK, Session, step
+from provision.certify.control.slurm_checks import parse_fields
+
+RANKS_PER_NODE = 2  # two ranks a node (when every node has 2 CPUs) also exercise the on-node transport
+
+
+def read_view(run: Session, fleet: Fleet) -> None:
+    """The controller's node definitions (scontrol show node), for the checks below."""
+    outcome = fleet.run(run.controller, node_definition.CONTROLLER_COMMAND, 30)
+    run.view = node_definition.parse_controller(outcome.stdout) if outcome.ok else {}
+
+
+def definitions(run: Session, fleet: Fleet, answered: list[str]) -> None:
+    """slurm.node_definition on every compute node whose pre-check came back (the controller must answer)."""
+    if not fleet.reachable(run.controller):
+        return
+    for node in run.compute:
+        text = run.precheck.get(node.name)
+        if text is None:
+            continue
+        probe = run.probes.get(node.name) if node.name in answered else None
+        found, where = node_definition.gpus_found(probe, parse_fields(text).get("gpu_device_files"))
+        run.checks.append(node_definition.judge(node.name, run.view.get(node.name), node_definition.parse_node(text),
+                                                found, where))
+
+
+def whole_nodes(run: Session, fleet: Fleet, answered: list[str]) -> None:
+    """slurm.node_resources: each node asked for whole, as users size their jobs."""
+    for one in user_jobs.whole_node_steps(answered, run.view, run.job("whole-node")):
+        run.progress(f"whole-node job on {len(one.nodes)} nodes ({one.extra[1]}, {one.extra[2]})")
+        output, _, _ = step(run, fleet, one)
+        run.checks += user_jobs.whole_node_checks(one, output)
+
+
+def mpi(run: Session, fleet: Fleet, answered: list[str]) -> None:
+    """mpi.start and mpi.allreduce: one MPI job across every compute node that took the probe."""
+    if not answered:
+        return
+    cpus = [run.view[n].cpus for n in answered if n in run.view and run.view[n].cpus]
+    per_node = RANKS_PER_NODE if cpus and min(cpus) >= RANKS_PER_NODE else 1
+    one = user_jobs.mpi_step(answered, per_node, MPI_CHECK, run.job("mpi"))
+    run.progress(f"MPI job: {len(answered) * per_node} ranks on {len(answered)} nodes (srun --mpi=pmix)")
+    output, _, seconds = step(run, fleet, one)
+    alone = None
+    if user_jobs.mpi_failed(one, output):
+        run.progress("MPI job failed: running it on each node alone to find where MPI cannot start")
+        alone = _each_alone(run, fleet, one)
+    run.checks += user_jobs.mpi_checks(one, output, seconds, alone)
+
+
+def _each_alone(run: Session, fleet: Fleet, one: srun.Step) -> dict[str, srun.StepOutput]:
+    """The MPI check on each node by itself, all at once (each node submits its own one-node job)."""
+    singles = {node: user_jobs.alone_step(one, node) for node in one.nodes if fleet.reachable(node)}
+    outcomes = fleet.run_many({node: s.shell() for node, s in singles.items()},
+                              timeout=one.timeout_s + srun.KILL_AFTER_S + 15)
+    return {node: srun.parse(o.rc, o.stdout, o.stderr) for node, o in outcomes.items()}
+
+
+def configuration(run: Session) -> None:
+    """config.files and config.packages on every node that answered the pre-check."""
+    configs = {name: consistency.parse(text) for name, text in run.precheck.items()}
+    if not configs:
+        return
+    groups = {n.name: n.group for n in run.cluster.nodes}
+    run.checks += consistency.file_checks(configs, run.controller)
+    run.checks += consistency.package_checks(configs, groups)
