@@ -2,6 +2,8 @@
 
 Everything the CLI does goes through here, and a Python session can do the same without it:
 
+    from pathlib import Path
+
     from provision import lifecycle
     from provision.spec.loader import load_spec
 
@@ -38,7 +40,6 @@ from provision.state import ClusterState
 
 STAGES = ("nodes", "preflight", "inventory", "deploy", "certify")  # the order `up` runs them in
 ALWAYS = ("nodes", "inventory")  # run on every `up`: creating is idempotent, the inventory follows the nodes
-SKIPPABLE = ("preflight", "certify")
 
 
 def provider_names() -> tuple[str, ...]:

@@ -150,6 +150,7 @@ def test_the_node_side_package_imports_only_the_standard_library_and_nvml():
             if not (ours or top in sys.stdlib_module_names or top in NODE_ALLOWED or top == "__future__"):
                 foreign.setdefault(module, []).append(name)
     assert foreign == {}
+    assert imports("provision") == imports("provision.certify") == set()  # they ship too, as package markers
 
 
 def test_the_library_never_imports_the_cli():

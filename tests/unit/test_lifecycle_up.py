@@ -143,3 +143,13 @@ def test_the_terminal_view_shows_certify_only_on_a_failure_when_quiet(capsys):
     TerminalUpView(quiet=False).stage_finished("certify", certify_run("fail"))
     shown = capsys.readouterr().out
     assert "slurm.slurmd" in shown and "/r/report.json" in shown
+
+
+def test_up_renders_the_inventory_once_and_its_deploy_uses_it(monkeypatch):
+    rendered, deployed = [], []
+    monkeypatch.setattr(lifecycle.engine, "write_inventory", lambda *a, **k: rendered.append(k) or [])
+    monkeypatch.setattr(lifecycle.engine, "deploy", lambda spec, cluster, options, on_update: deployed.append(options))
+    run = lifecycle._Run(SPEC, FakeProvider(None), lifecycle.UpView(), todo=lifecycle.STAGES, cluster=CLUSTER)
+    lifecycle.STAGE_CALLS["inventory"](run)
+    lifecycle.STAGE_CALLS["deploy"](run)
+    assert rendered == [{"read_hardware": True}] and [o.render_inventory for o in deployed] == [False]
