@@ -1,61 +1,72 @@
 """Time `provision up` (nodes + inventory + preflight + deploy, no certify) from nothing, then a re-run deploy.
 
-Run as root: .venv/bin/python bench/deploy_scale.py [--nodes 4 16] [--filesystem none|glusterfs]
+Run as root: .venv/bin/python bench/deploy_scale.py [--nodes 4 16] [--filesystem none|glusterfs] [--profile N]
+Prints cold, re-run and down per size, then the per-node marginal cost between the smallest and largest size;
+--profile N adds the N slowest tasks of each deploy (bench/deploy_profile.py).
 Figures depend on the apt proxy's cache: the first run on a machine also downloads every package.
+Targets on a 2-core machine with nothing else running (issue 22): marginal cold <= 4 s per node, re-run of 4
+nodes <= 20 s and of 16 nodes <= 45 s, both with changed=0.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-SPEC = """\
-name: dbench{nodes}
-provider: {{type: sandbox, subnet: 10.93.{octet}.0/24}}
-node_groups:
-  - {{name: ctl, roles: [controller], count: 1}}
-  - {{name: cn, roles: [compute, storage], count: {compute}}}
-filesystem: {{type: {filesystem}, replica: 2}}
-"""
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from deploy_profile import SPEC, last_deploy_run, load_events, profile, report, timed_cli  # noqa: E402
 
 
-def _provision(*args: str) -> tuple[float, subprocess.CompletedProcess]:
-    """Run the CLI and time it."""
-    start = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "provision", *args], capture_output=True, text=True)
-    return time.perf_counter() - start, result
-
-
-def measure(nodes: int, filesystem: str) -> None:
-    """Cold up, re-run deploy (must be changed=0), down; print one line per step."""
+def measure(nodes: int, filesystem: str, top: int) -> dict[str, float]:
+    """Cold up, re-run deploy (must be changed=0), down; print one line per step; the seconds of each."""
     spec = Path(tempfile.mkdtemp()) / f"dbench{nodes}.yaml"
     compute = nodes - 1 if filesystem == "none" or (nodes - 1) % 2 == 0 else nodes - 2
     spec.write_text(SPEC.format(nodes=nodes, octet=nodes, compute=compute, filesystem=filesystem))
-    _provision("down", str(spec))
+    size, figures = compute + 1, {}
+    timed_cli("down", str(spec))
     try:
-        seconds, result = _provision("up", str(spec), "--skip-certify", "--quiet")
+        cpu, result = timed_cli("up", str(spec), "--skip-certify", "--quiet")
+        figures["cold"] = cpu.wall
         status = "ok" if result.returncode == 0 else f"FAILED\n{result.stderr[-2000:]}"
-        print(f"{compute + 1} nodes: cold up {seconds:.1f} s ({status})")
-        seconds, result = _provision("deploy", str(spec), "--json")
+        print(f"{size} nodes: cold up {cpu.wall:.1f} s ({status}; CPU: controller {cpu.controller:.1f} s, "
+              f"nodes and the rest {cpu.rest:.1f} s)", flush=True)
+        if top and result.returncode == 0:
+            print(report(f"{size} nodes, cold up", profile(load_events(last_deploy_run(spec))), top), flush=True)
+        cpu, result = timed_cli("deploy", str(spec), "--json")
+        figures["rerun"] = cpu.wall
         changed = sum(h["changed"] for h in json.loads(result.stdout)["hosts"]) if result.stdout else "?"
-        print(f"{compute + 1} nodes: re-run deploy {seconds:.1f} s, changed={changed}, rc={result.returncode}")
+        print(f"{size} nodes: re-run deploy {cpu.wall:.1f} s, changed={changed}, rc={result.returncode} "
+              f"(CPU: controller {cpu.controller:.1f} s, nodes and the rest {cpu.rest:.1f} s)", flush=True)
+        if top and result.stdout:
+            print(report(f"{size} nodes, re-run", profile(load_events(last_deploy_run(spec))), top), flush=True)
     finally:
-        seconds, _ = _provision("down", str(spec))
-        print(f"{compute + 1} nodes: down {seconds:.1f} s")
+        cpu, _ = timed_cli("down", str(spec))
+        figures["down"] = cpu.wall
+        print(f"{size} nodes: down {cpu.wall:.1f} s", flush=True)
+    return {**figures, "nodes": size}
+
+
+def marginal(small: dict[str, float], large: dict[str, float]) -> str:
+    """Seconds each node beyond the smaller cluster adds, cold and on a re-run."""
+    extra = large["nodes"] - small["nodes"]
+    parts = [f"{step} {(large[step] - small[step]) / extra:.1f} s"
+             for step in ("cold", "rerun", "down") if step in small and step in large]
+    return f"per node beyond {small['nodes']:.0f} (of {extra:.0f} more): " + ", ".join(parts)
 
 
 def main() -> None:
-    """Measure each size in turn."""
-    parser = argparse.ArgumentParser(description=__doc__)
+    """Measure each size in turn, then the marginal cost between the first and the last."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, nargs="+", default=[4, 16])
     parser.add_argument("--filesystem", default="none", choices=["none", "glusterfs"])
+    parser.add_argument("--profile", type=int, default=0, metavar="N", help="print the N slowest tasks of each deploy")
     args = parser.parse_args()
-    for nodes in args.nodes:
-        measure(nodes, args.filesystem)
+    results = [measure(nodes, args.filesystem, args.profile) for nodes in args.nodes]
+    if len(results) > 1:
+        print(marginal(results[0], results[-1]))
 
 
 if __name__ == "__main__":
