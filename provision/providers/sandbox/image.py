@@ -11,19 +11,83 @@ import sys
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
+
+import yaml
 
 from provision.errors import SandboxError
 from provision.providers.base import Progress
 from provision.providers.sandbox import commands, debootstrap, environment, rootfs
 from provision.providers.sandbox.mirror import Mirrors
+from provision.resources import playbooks_dir
 
 RECIPE_VERSION = 1  # bump when debootstrap.PACKAGES handling or customize_base changes what a base contains
+NODE_RECIPE_VERSION = 1  # bump when rootfs.install_packages changes what a node image holds beyond its packages
 SYSTEMCTL_PACKAGE = "docker-systemctl-replacement"
 SYSTEMCTL_VERSION = "1.7.1097"
 SYSTEMCTL_MEMBER = "systemctl2/systemctl3.py"
 
 Builder = Callable[[Path, Mirrors, Progress], None]  # fills an empty directory with a customised root fs
+
+# The roles' own package lists (role, file in the role, variable, installed with apt's recommends). The node image
+# carries them so that a sandbox node's deploy finds them installed; the roles still install them on real hosts.
+ROLE_PACKAGE_LISTS = (
+    ("common", "defaults/main.yml", "common_packages", True),
+    ("munge", "defaults/main.yml", "munge_packages", True),
+    ("slurm", "defaults/main.yml", "slurm_client_packages", True),
+    ("slurm", "defaults/main.yml", "slurm_pmix_packages", True),
+    ("slurm", "defaults/main.yml", "slurm_controller_packages", True),
+    ("slurm", "defaults/main.yml", "slurm_accounting_packages", True),
+    ("slurm", "defaults/main.yml", "slurm_compute_packages", True),
+    ("glusterfs_server", "defaults/main.yml", "glusterfs_server_packages", True),
+    ("shared_mount", "vars/glusterfs.yml", "_shared_mount_packages", True),
+    ("mpi", "defaults/main.yml", "mpi_packages", False),
+    ("mpi", "defaults/main.yml", "mpi_compiler_packages", False),
+    ("certify", "defaults/main.yml", "certify_packages", False),
+)
+ACCOUNTS = ("common", "defaults/main.yml", "common_service_accounts")
+
+
+@dataclass(frozen=True)
+class NodePackages:
+    """What a node image adds to the base: the roles' packages, and first the service accounts the common role
+    creates with fixed IDs (so the files those packages create belong to the same UIDs as on a real host)."""
+
+    with_recommends: tuple[str, ...]
+    without_recommends: tuple[str, ...]
+    accounts: tuple[tuple[str, int, str], ...]  # (name, uid = gid, home)
+
+
+def role_packages(playbooks: Path | None = None) -> NodePackages:
+    """The package lists and service accounts, read from the roles' defaults (the one place they are named)."""
+    roles = (playbooks or playbooks_dir()) / "roles"
+    lists: dict[bool, list[str]] = {True: [], False: []}
+    for role, name, variable, recommends in ROLE_PACKAGE_LISTS:
+        for package in _role_value(roles, role, name, variable):
+            if not isinstance(package, str) or "{" in package:
+                raise SandboxError(f"{role}/{name}: {variable} holds {package!r}; the sandbox's node image needs "
+                                   "plain package names", hint="name the packages literally in the role's file")
+            if package not in lists[True] + lists[False]:
+                lists[recommends].append(package)
+    accounts = tuple((a["name"], int(a["uid"]), a["home"]) for a in _role_value(roles, *ACCOUNTS))
+    return NodePackages(tuple(lists[True]), tuple(lists[False]), accounts)
+
+
+def _role_value(roles: Path, role: str, name: str, variable: str) -> list:
+    """A list variable from a role's YAML file."""
+    path = roles / role / name
+    value = (yaml.safe_load(path.read_text()) or {}).get(variable) if path.is_file() else None
+    if not isinstance(value, list):
+        raise SandboxError(f"{path}: {variable} is not a list", hint="the sandbox's node image reads it from there")
+    return value
+
+
+def node_image_key(mirrors: Mirrors, packages: NodePackages) -> str:
+    """The base's key plus a digest of what the node image adds, so a changed package list builds a new one."""
+    recipe = {"recipe": NODE_RECIPE_VERSION, **asdict(packages)}
+    digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
+    return f"{image_key(mirrors)}-nodes-{digest}"
 
 
 def image_key(mirrors: Mirrors) -> str:
@@ -35,12 +99,19 @@ def image_key(mirrors: Mirrors) -> str:
 
 
 class ImageCache:
-    """Base images under <cache>/images: KEY.tar.zst is the cache, KEY/ the unpacked lower layer."""
+    """Images under <cache>/images: KEY.tar.zst is the cache, KEY/ the unpacked lower layer.
 
-    def __init__(self, cache: Path, builder: Builder | None = None) -> None:
+    Two images are kept: the debootstrap base, and the node image nodes use (the base plus the roles' packages,
+    built from the base once per package list). packages=None makes ensure() return the base itself."""
+
+    def __init__(self, cache: Path, builder: Builder | None = None,
+                 packages: NodePackages | None | str = "roles",
+                 installer: Callable[[Path, NodePackages, Progress], list[str]] | None = None) -> None:
         self.dir = cache / "images"
         self.downloads = cache / "downloads"
         self.builder = builder or self._debootstrap
+        self.packages = packages
+        self.installer = installer or rootfs.install_packages
 
     def tarball(self, key: str) -> Path:
         """The packed image."""
@@ -51,8 +122,17 @@ class ImageCache:
         return self.dir / key
 
     def ensure(self, mirrors: Mirrors, progress: Progress) -> Path:
-        """The unpacked base for these mirrors: reused, unpacked from the tarball, or built (then packed)."""
-        key = image_key(mirrors)
+        """The unpacked image for nodes: the base, then (unless packages is None) the base with the packages."""
+        base_key = image_key(mirrors)
+        base = self._ensure(base_key, lambda work: self.builder(work, mirrors, progress), progress)
+        packages = role_packages() if self.packages == "roles" else self.packages
+        if not isinstance(packages, NodePackages):
+            return base
+        key = node_image_key(mirrors, packages)
+        return self._ensure(key, lambda work: self._install(base_key, key, work, packages, progress), progress)
+
+    def _ensure(self, key: str, build: Callable[[Path], None], progress: Progress) -> Path:
+        """One image: reused, unpacked from its tarball, packed again, or built (then packed)."""
         with self._lock(key):
             tarball, root = self.tarball(key), self.rootfs(key)
             if _complete(root) and tarball.is_file() and _stamp(tarball) == _read_stamp(root):
@@ -64,39 +144,49 @@ class ImageCache:
                 _mark_complete(root, tarball)  # re-stamped: the tarball was replaced by a valid one
                 return root
             if _complete(root):
-                progress("base image: the packed copy is missing or damaged; packing it again")
+                progress("image: the packed copy is missing or damaged; packing it again")
                 self._pack(root, tarball)
                 _mark_complete(root, tarball)
                 return root
-            return self._build(key, mirrors, progress)
+            return self._build(key, build, progress)
 
-    def _build(self, key: str, mirrors: Mirrors, progress: Progress) -> Path:
+    def _build(self, key: str, build: Callable[[Path], None], progress: Progress) -> Path:
         """Build into a temporary directory, pack, then move into place."""
         work = self.dir / f"{key}.build-{os.getpid()}"
         _remove_tree(work)
         work.mkdir(parents=True)
         try:
-            self.builder(work, mirrors, progress)
-            progress("base image: packing it into the cache")
+            build(work)
+            progress(f"image {key}: packing it into the cache")
             self._pack(work, self.tarball(key))
             root = self.rootfs(key)
             _remove_tree(root)
             work.rename(root)
             _mark_complete(root, self.tarball(key))
-            progress(f"base image: ready ({_size_mb(self.tarball(key))} MB packed)")
+            progress(f"image {key}: ready ({_size_mb(self.tarball(key))} MB packed)")
             return root
         finally:
             _remove_tree(work)
 
+    def _install(self, base_key: str, key: str, work: Path, packages: NodePackages, progress: Progress) -> None:
+        """The node image: the base's tarball unpacked, the packages installed, what they enabled disabled."""
+        progress(f"node image: the base plus {len(packages.with_recommends) + len(packages.without_recommends)} "
+                 "packages the roles install (built once per package list, a few minutes)")
+        if not _extract(self.tarball(base_key), work):
+            raise SandboxError(f"could not unpack {self.tarball(base_key)} to build the node image")
+        disabled = self.installer(work, packages, progress)
+        manifest = {"base": base_key, **asdict(packages), "units_disabled": disabled}
+        (self.dir / f"{key}.manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+
     def _unpack(self, tarball: Path, root: Path, progress: Progress) -> bool:
         """Unpack a cached tarball; False (and the tarball removed) if it is damaged."""
-        progress(f"base image: unpacking {tarball.name}")
+        progress(f"image: unpacking {tarball.name}")
         work = root.with_name(f"{root.name}.unpack-{os.getpid()}")
         _remove_tree(work)
         work.mkdir(parents=True)
         try:
             if not _verify(tarball) or not _extract(tarball, work):
-                progress("base image: the cached tarball is damaged; building it again")
+                progress("image: the cached tarball is damaged; building it again")
                 tarball.unlink(missing_ok=True)
                 return False
             _remove_tree(root)

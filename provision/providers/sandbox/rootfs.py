@@ -1,4 +1,4 @@
-"""What the sandbox puts into the shared base image and into each node's own upper layer."""
+"""What the sandbox puts into the shared base image, the node image, and each node's own upper layer."""
 from __future__ import annotations
 
 import os
@@ -7,6 +7,7 @@ import shutil
 import stat
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -14,6 +15,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from provision.providers.sandbox import commands
 from provision.providers.sandbox.debootstrap import SUITE
 from provision.providers.sandbox.mirror import Mirrors
+
+if TYPE_CHECKING:
+    from provision.providers.sandbox.image import NodePackages
+    from provision.records import Progress
 
 INIT_PATH = "usr/local/sbin/sandbox-init"
 HOST_KEY = "etc/ssh/ssh_host_ed25519_key"
@@ -62,6 +67,50 @@ def customize_base(root: Path, mirrors: Mirrors, systemctl: bytes) -> None:
         # Diverted, so a package that pulls in systemd later cannot replace the shims.
         commands.run(["chroot", str(root), "dpkg-divert", "--local", "--rename", "--add", tool])
     _write(root / "usr/bin/systemctl", systemctl, 0o755)
+
+
+# Runs inside the image being built (chroot, own mount and PID namespaces): the service accounts first, with the
+# common role's fixed IDs, then the packages as the roles install them, no daemon started (policy-rc.d).
+# $1: accounts, one "name uid home" per line; $2, $3: packages with and without apt's recommends.
+INSTALL_SCRIPT = r"""set -e
+export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 PATH=/usr/sbin:/usr/bin:/sbin:/bin
+printf '%s\n' "$1" | while read -r name uid home; do
+    [ -n "$name" ] || continue
+    getent group "$name" >/dev/null || groupadd --system --gid "$uid" "$name"
+    getent passwd "$name" >/dev/null || useradd --system --uid "$uid" --gid "$name" --home-dir "$home" \
+        --no-create-home --shell /usr/sbin/nologin "$name"
+done
+printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+chmod 755 /usr/sbin/policy-rc.d
+apt-get update -q
+[ -z "$2" ] || apt-get install -y -q $2
+[ -z "$3" ] || apt-get install -y -q --no-install-recommends $3
+rm -f /usr/sbin/policy-rc.d
+apt-get clean
+"""
+# Mounts that exist only in the build's own mount namespace: this machine's /dev and its DNS configuration.
+CHROOT = ('root=$1; resolv=$2; shift 2; mount --rbind /dev "$root/dev" && '
+          'mount --bind "$resolv" "$root/etc/resolv.conf" && exec chroot "$root" /bin/sh -c "$@"')
+
+
+def install_packages(root: Path, packages: NodePackages, progress: Progress) -> list[str]:
+    """Install the packages into an unpacked base from this machine's mirror (as debootstrap does), keep the
+    package lists, and disable every unit they enabled (the roles enable what each node runs); what was disabled."""
+    before = _enabled_links(root)
+    accounts = "\n".join(f"{name} {uid} {home}" for name, uid, home in packages.accounts)
+    progress("node image: installing the packages in the image")
+    commands.run(["unshare", "--mount", "--pid", "--fork", f"--mount-proc={root / 'proc'}", "sh", "-c", CHROOT,
+                  "sh", str(root), str(Path("/etc/resolv.conf").resolve()), INSTALL_SCRIPT, "install", accounts,
+                  " ".join(packages.with_recommends), " ".join(packages.without_recommends)], timeout=3600)
+    added = sorted(_enabled_links(root) - before)
+    for link in added:
+        link.unlink()
+    return [str(link.relative_to(root)) for link in added]
+
+
+def _enabled_links(root: Path) -> set[Path]:
+    """What starts a unit at boot: systemd's *.wants links and SysV start links."""
+    return set((root / "etc/systemd/system").glob("*.wants/*")) | set((root / "etc").glob("rc[2-5S].d/S*"))
 
 
 def _empty_dir(path: Path, keep: tuple[str, ...]) -> None:
