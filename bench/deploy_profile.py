@@ -189,10 +189,10 @@ def timed_cli(*args: str) -> tuple[Cpu, subprocess.CompletedProcess]:
 
 
 def last_deploy_run(spec: Path) -> Path:
-    """The artifacts directory of the cluster's last deploy (recorded in its state)."""
-    from provision.spec import load_spec
-    from provision.state import ClusterState
-    return Path(ClusterState.for_spec(load_spec(spec)).read("deploy")["artifacts_dir"])
+    """The artifacts directory of the cluster's last deploy (recorded in its state; the bench's specs name no
+    state_dir, so the cluster lives under the default state root)."""
+    from provision.state import ClusterState, state_root
+    return Path(ClusterState(state_root(), spec.stem).read("deploy")["artifacts_dir"])
 
 
 def measure(nodes: int, top: int, filesystem: str = "none") -> None:
