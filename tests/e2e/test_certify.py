@@ -69,10 +69,26 @@ def wait_healthy(cluster, timeout: float = 180) -> None:
     raise AssertionError(f"cluster not healthy after {timeout} s:\n{states}")
 
 
+def mpi_relaunched(check: dict) -> bool:
+    """The one warning a healthy sandbox may give: Open MPI 4.1's TCP wire-up race (open-mpi/ompi#3035) crashes
+    MPI_Init in about 1 launch in 100 on this machine; certify launches again and warns (see the README)."""
+    return check["check"] == "mpi.allreduce" and check["verdict"] == "warn" and \
+        check["detail"].startswith("the first launch failed")
+
+
+def alarms(doc: dict) -> list[tuple]:
+    """(node, check, verdict, detail) of every fail and warn but the MPI relaunch, which is printed."""
+    for check in checks(doc):
+        if mpi_relaunched(check):
+            print(f"\n[certify e2e] {check['detail']}")
+    return [(c["node"], c["check"], c["verdict"], c["detail"]) for c in checks(doc)
+            if c["verdict"] in ("fail", "warn") and not mpi_relaunched(c)]
+
+
 def assert_passes_again(cluster) -> dict:
     wait_healthy(cluster)
     rc, doc = certify(cluster)
-    assert rc == 0 and doc["verdict"] == "pass", failed(doc)
+    assert rc == 0 and alarms(doc) == [], failed(doc)
     return doc
 
 
@@ -88,9 +104,8 @@ def test_quick_passes_five_runs_in_a_row_with_gpu_checks_not_applicable(slurm_cl
     for attempt in range(5):
         rc, doc = certify(slurm_cluster)
         durations.append(seconds(doc))
-        alarms = [(c["node"], c["check"], c["verdict"], c["detail"]) for c in checks(doc)
-                  if c["verdict"] in ("fail", "warn")]
-        assert rc == 0 and doc["verdict"] == "pass" and alarms == [], f"run {attempt + 1}: {alarms}"
+        found = alarms(doc)
+        assert rc == 0 and found == [], f"run {attempt + 1}: {found}"
         assert durations[-1] < QUICK_LIMIT_S
         gpu = [c for c in checks(doc) if c["check"].startswith(("gpu.", "nccl.", "slurm.gres"))]
         assert gpu and all(c["verdict"] == "na" for c in gpu)

@@ -8,7 +8,9 @@
   values with every element of the result verified. Its wall time and the 8 MiB allreduce time are reported.
   A rank that dies aborts the whole job (PMIx tears the step down), so every node looks failed: when the job
   fails, each node runs the check alone (`alone_step`) and mpi.start is judged from that run, naming the
-  nodes where MPI cannot start; if every node starts alone, the fault is between nodes (mpi.allreduce).
+  nodes where MPI cannot start. If every node starts alone, the job across the nodes is launched once more: a
+  second failure fails mpi.allreduce (the fault is between the nodes); a pass warns, naming the first failure
+  (an intermittent start-up failure users' jobs meet too, e.g. Open MPI 4.1's TCP wire-up race).
 
 Pure: steps are srun.Step records; the judgement reads srun.StepOutput.
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from provision.certify.control.node_definition import Definition
 from provision.certify.control.slurm_checks import parse_fields
@@ -118,10 +120,24 @@ def mpi_failed(step: Step, output: StepOutput) -> bool:
     return len(ranks) != expected or any(r.errors or r.size != expected for r in ranks)
 
 
-def mpi_checks(step: Step, output: StepOutput, seconds: float,
-               alone: Mapping[str, StepOutput] | None = None) -> list[CheckResult]:
+def started_alone(step: Step, alone: Mapping[str, StepOutput]) -> bool:
+    """Whether every node of the step ran the MPI check correctly on its own."""
+    return all(node in alone and not mpi_failed(alone_step(step, node), alone[node]) for node in step.nodes)
+
+
+def failure_summary(step: Step, output: StepOutput) -> str:
+    """How a failed job across the nodes ended, in one line (srun's reasons, first few)."""
+    reasons = [f"{n}: {r}" for n, r in output.errors.items()] + output.general
+    return "; ".join(reasons[:3]) or "ranks missing or wrong"
+
+
+def mpi_checks(step: Step, output: StepOutput, seconds: float, alone: Mapping[str, StepOutput] | None = None,
+               first_failure: str | None = None) -> list[CheckResult]:
     """mpi.start per node and mpi.allreduce for the cluster from the MPI job across the nodes, with mpi.start
-    judged from each node's run alone when there was one (after the job across the nodes failed)."""
+    judged from each node's run alone when there was one (after the job across the nodes failed).
+
+    `first_failure`: the job was relaunched after failing that way; `output` is the relaunch, and a pass of it
+    is a warning."""
     expected = len(step.nodes) * step.ntasks_per_node
     missing = output.missing(step.nodes)
     per_node, all_ranks = [], []
@@ -135,7 +151,12 @@ def mpi_checks(step: Step, output: StepOutput, seconds: float,
         else:
             per_node.append(_start_check(node, ranks, step.ntasks_per_node, expected, missing.get(node)))
     started = [c.node for c in per_node if c.verdict == "pass"]
-    return per_node + [_allreduce_check(step, all_ranks, expected, seconds, output, started if alone else None)]
+    cluster = _allreduce_check(step, all_ranks, expected, seconds, output, started if alone else None)
+    if first_failure and cluster.verdict == "pass":
+        cluster = replace(cluster, verdict="warn",
+                          detail=f"the first launch failed ({first_failure}) and a second passed: an intermittent "
+                                 f"MPI start-up failure that users' jobs meet too; {cluster.detail}")
+    return per_node + [cluster]
 
 
 def _start_check(node: str, ranks: list[Rank], per_node: int, expected: int, why: str | None,

@@ -47,11 +47,15 @@ def mpi(run: Session, fleet: Fleet, answered: list[str]) -> None:
     one = user_jobs.mpi_step(answered, per_node, MPI_CHECK, run.job("mpi"))
     run.progress(f"MPI job: {len(answered) * per_node} ranks on {len(answered)} nodes (srun --mpi=pmix)")
     output, _, seconds = step(run, fleet, one)
-    alone = None
+    alone, first_failure = None, None
     if user_jobs.mpi_failed(one, output):
         run.progress("MPI job failed: running it on each node alone to find where MPI cannot start")
         alone = _each_alone(run, fleet, one)
-    run.checks += user_jobs.mpi_checks(one, output, seconds, alone)
+        if user_jobs.started_alone(one, alone):
+            run.progress("every node starts MPI alone: launching the job across the nodes once more")
+            first_failure = user_jobs.failure_summary(one, output)
+            output, _, seconds = step(run, fleet, one)
+    run.checks += user_jobs.mpi_checks(one, output, seconds, alone, first_failure)
 
 
 def _each_alone(run: Session, fleet: Fleet, one: srun.Step) -> dict[str, srun.StepOutput]:

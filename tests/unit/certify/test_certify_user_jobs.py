@@ -105,9 +105,32 @@ def test_when_every_node_starts_alone_the_fault_is_between_nodes():
     failed = parse(1, "", "srun: error: n1: task 0: Killed\nsrun: error: n2: task 1: Killed\n")
     alone = {n: parse(0, labelled(0, n, RANK.format(r=0, n=1, e=0)), "") for n in ("n1", "n2")}
     assert user_jobs.alone_step(one, "n2").nodes == ("n2",)
-    checks = user_jobs.mpi_checks(one, failed, 5.0, alone)
+    assert user_jobs.started_alone(one, alone)
+    first = user_jobs.failure_summary(one, failed)
+    assert first == "n1: Killed; n2: Killed"
+    checks = user_jobs.mpi_checks(one, failed, 5.0, alone, first)  # the second launch failed too
     assert [c.verdict for c in checks] == ["pass", "pass", "fail"]
     assert "every node starts MPI alone: the fault is between the nodes" in checks[-1].detail
+
+
+def test_a_job_that_fails_once_and_passes_when_launched_again_warns_naming_the_first_failure():
+    one = user_jobs.mpi_step(["n1", "n2"], 1, "/opt/mpi-check", "j")
+    crashed = parse(139, "", "srun: error: n1: task 0: Segmentation fault\nsrun: error: n2: task 1: Killed\n")
+    alone = {n: parse(0, labelled(0, n, RANK.format(r=0, n=1, e=0)), "") for n in ("n1", "n2")}
+    again = parse(0, _mpi_out(["n1", "n2"], per_node=1), "")
+    checks = user_jobs.mpi_checks(one, again, 1.5, alone, user_jobs.failure_summary(one, crashed))
+    assert [c.verdict for c in checks] == ["pass", "pass", "warn"]
+    assert checks[-1].detail.startswith("the first launch failed (n1: Segmentation fault; n2: Killed) and a second "
+                                        "passed")
+    assert "2 ranks on 2 nodes" in checks[-1].detail
+
+
+def test_a_node_that_fails_alone_is_not_launched_again():
+    one = user_jobs.mpi_step(["n1", "n2"], 1, "/opt/mpi-check", "j")
+    alone = {"n1": parse(0, labelled(0, "n1", RANK.format(r=0, n=1, e=0)), ""),
+             "n2": parse(127, "", "srun: error: n2: task 0: Exited with exit code 127\n")}
+    assert not user_jobs.started_alone(one, alone)
+    assert not user_jobs.started_alone(one, {"n1": alone["n1"]})  # a node that could not be asked counts too
 
 
 def _config(slurm="a" * 64, hosts="b" * 64, packages=None):
