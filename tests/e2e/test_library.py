@@ -40,7 +40,7 @@ def test_up_and_certify_run_from_python_without_the_cli(slurm_cluster):
     assert summary["cli"] == []
     assert summary["ran"] == ["nodes", "inventory"]  # the cluster is up: no stage is redone
     assert summary["skipped"] == ["preflight", "deploy", "certify"]
-    assert summary["finished"] == [("nodes", "ClusterInfo"), ("inventory", "list")]
+    assert summary["finished"] == [["nodes", "ClusterInfo"], ["inventory", "list"]]
     assert summary["nodes"] == {n.name: "running" for n in slurm_cluster.info.nodes}
     assert summary["ok"] and summary["failed"] == [], summary
     assert Path(summary["report"]).is_file()

@@ -25,7 +25,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from provision.certify.gpubench import build
+from provision.certify.probe import nvml
 from provision.certify.probe.bench import last_json
+from provision.certify.probe.expect import NodeExpectation
+from provision.certify.probe.gpus import model_for_nvml_name
 
 REQUIRED_RATIO = 0.90
 TORCH_REFERENCE = [sys.executable, "-m", "provision.certify.gpubench.torch_reference"]
@@ -128,10 +131,6 @@ def probe_node(binary: Path, timeout_s: float) -> tuple[dict, list[dict]]:
 
     The probe needs only the standard library and pynvml; judging its measurements against the threshold
     table needs the installed package (pydantic). Without it the node-side checks are returned unjudged."""
-    from provision.certify.probe import nvml
-    from provision.certify.probe.expect import NodeExpectation
-    from provision.certify.probe.gpus import model_for_nvml_name
-
     snap = nvml.snapshot()
     model = model_for_nvml_name(snap.gpus[0].name or "") if snap.gpus else None
     branch = int(snap.driver_version.split(".")[0]) if snap.driver_version else None
