@@ -5,7 +5,8 @@ A cluster of its own (gres on 10.95.0.0/24): a controller and one compute node o
 TEST HOOK of the sandbox provider, never made on real hosts) and gres.conf names them, so:
 - sinfo shows gpu:h100:8; a job asking for all eight sees CUDA_VISIBLE_DEVICES=0..7;
 - one-GPU jobs each get exactly one index, eight run at once, the ninth waits for a GPU;
-- certify's gres jobs and the node definition check pass against the device files.
+- certify's gres jobs and the node definition check pass against the device files, and its batch job is judged
+  from slurmctld (the cluster has no accounting).
 
 The node has the host's 2 CPUs, so eight one-GPU jobs could never hold a core each: the test lets jobs share
 CPUs (OverSubscribe=YES on the partition, --oversubscribe on each job). GPUs are what is under test, and Slurm
@@ -96,3 +97,5 @@ def test_certify_gres_jobs_and_node_definition_pass_on_the_stand_ins(gres_cluste
     assert checks["slurm.gres_single"]["verdict"] == "pass" and checks["slurm.gres_single"]["value"] == 1
     definition = checks["slurm.node_definition"]
     assert definition["verdict"] == "pass" and "8 GPUs" in definition["value"]
+    sbatch = next(c for c in doc["checks"] if c["check"] == "slurm.sbatch")  # this cluster has no accounting
+    assert sbatch["verdict"] == "pass" and sbatch["source"] == "sbatch + scontrol show job (no accounting)"

@@ -267,16 +267,17 @@ def _sbatch(run: Session, fleet: Fleet, nodes: list[str]) -> CheckResult:
     job = submitted.stdout.strip().split(";")[0]
     if not submitted.ok or not job.isdigit():
         return slurm_checks.sbatch_check(None, None, submitted.error or submitted.stderr.strip())
+    accounting = run.spec.software.slurm.accounting
     accounted = slurm_checks.Accounted(None, None)
     while time.monotonic() - started < SACCT_WAIT_S:
-        polled = fleet.run(run.controller, slurm_checks.sacct_command(job), 15)
-        accounted = slurm_checks.parse_sacct(polled.stdout)
+        polled = fleet.run(run.controller, slurm_checks.job_state_command(job, accounting), 15)
+        accounted = slurm_checks.parse_job_state(polled.stdout, accounting)
         if accounted.done:
             break
         time.sleep(0.5)
     if not accounted.done:
         fleet.run(run.controller, f"scancel {job}", 15)
-    return slurm_checks.sbatch_check(job, accounted, seconds=time.monotonic() - started)
+    return slurm_checks.sbatch_check(job, accounted, seconds=time.monotonic() - started, accounting=accounting)
 
 
 def _network(run: Session, fleet: Fleet) -> None:

@@ -184,6 +184,12 @@ def sacct_command(job_id: str) -> str:
     return f"sacct -n -X -P -j {shlex.quote(job_id)} -o State,ExitCode"
 
 
+def job_state_command(job_id: str, accounting: bool) -> str:
+    """The job's state and exit code: from the accounting database, or from slurmctld without accounting (it keeps
+    a finished job for MinJobAge, 300 s by default)."""
+    return sacct_command(job_id) if accounting else f"scontrol show job -o {shlex.quote(job_id)}"
+
+
 @dataclass(frozen=True)
 class Accounted:
     """What sacct says about a job."""
@@ -206,19 +212,33 @@ def parse_sacct(text: str) -> Accounted:
     return Accounted(None, None)
 
 
+def parse_scontrol_job(text: str) -> Accounted:
+    """JobState and ExitCode of `scontrol show job -o JOB`; empty: slurmctld does not know the job."""
+    state = re.search(r"(?:^|\s)JobState=(\S+)", text)
+    code = re.search(r"(?:^|\s)ExitCode=(\S+)", text)
+    return Accounted(state[1] if state else None, code[1] if code else None)
+
+
+def parse_job_state(text: str, accounting: bool) -> Accounted:
+    """The output of job_state_command."""
+    return parse_sacct(text) if accounting else parse_scontrol_job(text)
+
+
 def sbatch_check(job_id: str | None, accounted: Accounted | None, error: str | None = None,
-                 seconds: float | None = None) -> CheckResult:
-    """slurm.sbatch: a batch job ran and reached COMPLETED in the accounting database."""
-    base = dict(threshold="COMPLETED", source="sbatch + sacct (slurmdbd)")
+                 seconds: float | None = None, accounting: bool = True) -> CheckResult:
+    """slurm.sbatch: a batch job ran and reached COMPLETED, in the accounting database when there is one."""
+    base = dict(threshold="COMPLETED", source="sbatch + sacct (slurmdbd)" if accounting else
+                "sbatch + scontrol show job (no accounting)")
     if job_id is None:
         return CheckResult("slurm.sbatch", "fail", **base, detail=f"sbatch failed: {error or 'no job id'}")
     if accounted is None or not accounted.state:
         return CheckResult("slurm.sbatch", "fail", **base, value=f"job {job_id}",
-                           detail=error or "the job never appeared in sacct: is slurmdbd running?")
+                           detail=error or ("the job never appeared in sacct: is slurmdbd running?" if accounting
+                                            else "slurmctld does not know the job it accepted"))
     took = f" in {seconds:.1f} s" if seconds is not None else ""
     if accounted.state == "COMPLETED":
         return CheckResult("slurm.sbatch", "pass", **base, value=accounted.state,
-                           detail=f"job {job_id} completed and is accounted{took}")
+                           detail=f"job {job_id} completed" + (" and is accounted" if accounting else "") + took)
     return CheckResult("slurm.sbatch", "fail", **base, value=accounted.state,
                        detail=f"job {job_id} ended {accounted.state} (exit {accounted.exit_code})"
                        if accounted.done else f"job {job_id} still {accounted.state} after the wait")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 import subprocess
 
 import pytest
@@ -132,3 +133,20 @@ def test_reachable_check():
     assert sc.reachable_check("n1", None).verdict == "pass"
     failed = sc.reachable_check("n1", "10.0.0.1:22: timed out")
     assert failed.verdict == "fail" and "timed out" in failed.detail
+
+
+def test_without_accounting_the_batch_job_is_read_from_slurmctld():
+    completed, failed = (Path(__file__).resolve().parents[2] / "fixtures" / "slurm" /
+                         "scontrol_show_job_22.05_no_accounting.txt").read_text().splitlines()
+    assert sc.job_state_command("42", accounting=False) == "scontrol show job -o 42"
+    assert sc.job_state_command("42", accounting=True).startswith("sacct ")
+    ok = sc.parse_job_state(completed, accounting=False)
+    assert (ok.state, ok.exit_code, ok.done) == ("COMPLETED", "0:0", True)
+    check = sc.sbatch_check("1120", ok, accounting=False)
+    assert check.verdict == "pass" and check.source == "sbatch + scontrol show job (no accounting)"
+    assert "accounted" not in check.detail
+    bad = sc.parse_job_state(failed, accounting=False)
+    assert sc.sbatch_check("1121", bad, accounting=False).detail == "job 1121 ended FAILED (exit 1:0)"
+    gone = sc.sbatch_check("7", sc.parse_job_state("slurm_load_jobs error: Invalid job id specified", False),
+                           accounting=False)
+    assert gone.verdict == "fail" and gone.detail == "slurmctld does not know the job it accepted"
