@@ -23,7 +23,7 @@ from provision.providers.sandbox.mirror import Mirrors
 from provision.resources import playbooks_dir
 
 RECIPE_VERSION = 1  # bump when debootstrap.PACKAGES handling or customize_base changes what a base contains
-NODE_RECIPE_VERSION = 1  # bump when rootfs.install_packages changes what a node image holds beyond its packages
+NODE_RECIPE_VERSION = 2  # bump when rootfs.install_packages changes what a node image holds beyond its packages
 SYSTEMCTL_PACKAGE = "docker-systemctl-replacement"
 SYSTEMCTL_VERSION = "1.7.1097"
 SYSTEMCTL_MEMBER = "systemctl2/systemctl3.py"

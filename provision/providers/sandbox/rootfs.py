@@ -87,6 +87,17 @@ apt-get update -q
 [ -z "$3" ] || apt-get install -y -q --no-install-recommends $3
 rm -f /usr/sbin/policy-rc.d
 apt-get clean
+# The systemctl shim is a 7,000-line script, compiled again on every call: imported as a module instead, its bytecode
+# is cached (a third of the CPU per call; every service start, probe and boot calls it).
+if ! grep -q gpu-provision-sandbox /usr/bin/systemctl; then
+    mkdir -p /usr/lib/gpu-provision-sandbox
+    mv /usr/bin/systemctl /usr/lib/gpu-provision-sandbox/systemctl3.py
+    printf '%s\n' '#!/usr/bin/python3' '# systemctl on sandbox nodes: docker-systemctl-replacement, imported (gpu-provision-sandbox)' \
+        'import sys' 'sys.path.insert(0, "/usr/lib/gpu-provision-sandbox")' 'from systemctl3 import main' \
+        'sys.exit(main())' >/usr/bin/systemctl
+    chmod 755 /usr/bin/systemctl
+fi
+python3 -m py_compile /usr/lib/gpu-provision-sandbox/systemctl3.py
 """
 # Mounts that exist only in the build's own mount namespace: this machine's /dev and its DNS configuration.
 CHROOT = ('root=$1; resolv=$2; shift 2; mount --rbind /dev "$root/dev" && '
