@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 from provision.certify.probe.records import CheckResult
 
-CLUSTER_FILES = ("/etc/slurm/slurm.conf", "/etc/slurm/gres.conf", "/etc/slurm/cgroup.conf", "/etc/munge/munge.key")
+CLUSTER_FILES = ("/etc/slurm/slurm.conf", "/etc/slurm/gres.conf", "/etc/slurm/cgroup.conf", "/etc/slurm/mpi.conf",
+                 "/etc/munge/munge.key")
 HOSTS_FILE = "/etc/hosts"
 HOSTS_BLOCK = "/^# BEGIN gpu-provision/,/^# END gpu-provision/p"  # the common role's blockinfile markers
 # The stack's packages (dpkg-query patterns): Slurm, munge, MPI, the filesystem client, the GPU stack.

@@ -19,9 +19,8 @@ REPO = Path(__file__).resolve().parents[3]
 ROLES = REPO / "playbooks" / "roles"
 ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
 KEY_SHA = "0123456789abcdef0123456789abcdef01234567"
-FILES = {"slurm.conf": "a" * 40, "gres.conf": "b" * 40, "cgroup.conf": "c" * 40}
-CERTIFY = {"wheels/nvidia_ml_py-1.0-py3-none-any.whl": ("644", "d" * 40), "probe.tar": ("644", "e" * 40),
-           "bin/certify-probe": ("755", "f" * 40), "src/mpi_check.c": ("644", "9" * 40)}
+FILES = {"slurm.conf": "a" * 40, "gres.conf": "b" * 40, "cgroup.conf": "c" * 40, "mpi.conf": "d" * 40}
+ARCHIVE_SHA = "e" * 40
 
 COMMON = ["lists present", "package ca-certificates ii", "package procps ii", "package iproute2 ii",
           "package rsync ii", "hostname {host} {host}",
@@ -44,8 +43,7 @@ SLURM = {"node": SLURM_COMMON + ["package slurmd ii", "service slurmd ActiveStat
 MPI = ["package openmpi-bin ii", "package libopenmpi-dev ii", "package gcc ii", "package libc6-dev ii",
        "wrapper answers"]
 CERTIFY_LINES = ["package python3-venv ii", "package iperf3 ii", "venv present", "nvidia-ml-py 1.0",
-                 "directory wheels 755", "directory probe 755", "directory src 755", "probe unpacked"] + [
-                 f"file {path} {mode} {sha}" for path, (mode, sha) in CERTIFY.items()]
+                 f"archive 644 {ARCHIVE_SHA}", "archive unpacked"]
 
 
 def _without(lines: list[str], line: str) -> list[str]:
@@ -137,15 +135,13 @@ CASES = [
     ("certify venv", "node", "certify", _without(CERTIFY_LINES, "venv present"), ["venv"]),
     ("certify nvml version", "node", "certify", _with(CERTIFY_LINES, "nvidia-ml-py 1.0", "nvidia-ml-py 0.9"),
      ["nvidia-ml-py"]),
-    ("certify folder mode", "node", "certify", _with(CERTIFY_LINES, "directory probe 755", "directory probe 700"),
-     ["probe"]),
-    ("certify launcher edited", "node", "certify", _with(CERTIFY_LINES, f"file bin/certify-probe 755 {'f' * 40}",
-                                                         f"file bin/certify-probe 755 {'0' * 40}"),
-     ["bin/certify-probe"]),
-    ("certify archive mode", "node", "certify", _with(CERTIFY_LINES, f"file probe.tar 644 {'e' * 40}",
-                                                      f"file probe.tar 600 {'e' * 40}"), ["probe.tar"]),
-    ("certify probe modules edited", "node", "certify", _without(CERTIFY_LINES, "probe unpacked"),
-     ["unpacked probe"]),
+    ("certify nvml missing", "node", "certify", _without(CERTIFY_LINES, "nvidia-ml-py 1.0"), ["nvidia-ml-py"]),
+    ("certify archive content", "node", "certify", _with(CERTIFY_LINES, f"archive 644 {ARCHIVE_SHA}",
+                                                         f"archive 644 {'0' * 40}"), ["archive"]),
+    ("certify archive mode", "node", "certify", _with(CERTIFY_LINES, f"archive 644 {ARCHIVE_SHA}",
+                                                      f"archive 600 {ARCHIVE_SHA}"), ["archive"]),
+    ("certify unpacked file edited", "node", "certify", _without(CERTIFY_LINES, "archive unpacked"),
+     ["unpacked files"]),
 ]
 # What each role calls its list of differences; mpi's is its missing packages.
 TODO = {"common": "_common_todo", "munge": "_munge_todo", "slurm": "_slurm_todo", "mpi": "_mpi_missing_packages",
@@ -169,8 +165,8 @@ PLAYBOOK = """\
       ansible.builtin.set_fact:
         _munge_key_source: {{stat: {{checksum: "{key_sha}"}}}}
         _certify_staged: {{wheel_name: nvidia_ml_py-1.0-py3-none-any.whl, nvml_version: "1.0"}}
+        _certify_tree: {{checksum: "{archive_sha}"}}
         _slurm_expected_files: {slurm_files}
-        _certify_expected_files: {certify_files}
         _answers: {{}}
     - name: Read each case
       ansible.builtin.include_tasks: case.yml
@@ -205,7 +201,7 @@ def answers(tmp_path_factory) -> dict[str, list[str]]:
     (tmp / "play.yml").write_text(PLAYBOOK.format(
         var_files=json.dumps(var_files), key_sha=KEY_SHA, cases=json.dumps(cases), out=tmp,
         slurm_files=json.dumps([f"file /etc/slurm/{n} root root 644 {s}" for n, s in FILES.items()]),
-        certify_files=json.dumps([f"file {p} {m} {s}" for p, (m, s) in CERTIFY.items()])))
+        archive_sha=ARCHIVE_SHA))
     result = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(tmp / "hosts.yml"), str(tmp / "play.yml")],
                             capture_output=True, text=True, cwd=tmp, timeout=600)
     assert result.returncode == 0, result.stdout[-4000:]

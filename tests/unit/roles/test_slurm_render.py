@@ -18,7 +18,7 @@ from provision.records import ClusterInfo, NodeInfo
 REPO = Path(__file__).resolve().parents[3]
 GOLDEN = Path(__file__).parent / "golden" / "slurm"
 ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
-FILES = ("slurm.conf", "gres.conf", "cgroup.conf")
+FILES = ("slurm.conf", "gres.conf", "cgroup.conf", "mpi.conf")
 
 PLAYBOOK = """\
 - name: Render the slurm role's cluster-wide files
