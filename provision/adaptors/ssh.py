@@ -128,8 +128,14 @@ def _translate(exc: BaseException, target: SshTarget) -> ConnectionFailure:
 
 
 def run(client: paramiko.SSHClient, command: str, timeout: float = 60.0) -> tuple[int, str, str]:
-    """Run a command and return (exit status, stdout, stderr)."""
+    """Run a command and return (exit status, stdout, stderr); ConnectionFailure when it stays silent too long."""
     _, stdout, stderr = client.exec_command(command, timeout=timeout)
-    out = stdout.read().decode(errors="replace")
-    err = stderr.read().decode(errors="replace")
+    try:
+        out = stdout.read().decode(errors="replace")
+        err = stderr.read().decode(errors="replace")
+    except (socket.timeout, TimeoutError):
+        shown = command if len(command) <= 80 else command[:77] + "..."
+        raise ConnectionFailure(f"{shown!r}: no answer within {timeout:.0f} s (the command may still run on the node)",
+                                hint="does the command wait for input or run longer? run it in the background "
+                                     "on the node, or give it its input") from None
     return stdout.channel.recv_exit_status(), out, err

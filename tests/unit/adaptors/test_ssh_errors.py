@@ -57,3 +57,25 @@ def test_messages_never_include_key_material():
     exc = _bad_host_key()
     text = str(_translate(exc, TARGET))
     assert exc.key.get_base64() not in text and exc.expected_key.get_base64() not in text
+
+
+class _SilentStream:
+    """A channel file whose read times out, as paramiko's does when the command prints nothing in time."""
+
+    def read(self) -> bytes:
+        raise socket.timeout()
+
+
+class _SilentClient:
+    def exec_command(self, command: str, timeout: float):
+        return None, _SilentStream(), _SilentStream()
+
+
+def test_a_command_that_stays_silent_is_a_clear_failure_not_a_traceback():
+    from provision.adaptors.ssh import run
+    from provision.errors import ConnectionFailure
+
+    with pytest.raises(ConnectionFailure) as caught:
+        run(_SilentClient(), "bash -c strings", timeout=5)
+    assert "'bash -c strings': no answer within 5 s" in str(caught.value)
+    assert "input" in caught.value.hint
