@@ -2,8 +2,10 @@
 
     python node_tree.py ARCHIVE --probe DIR --wheel FILE [--source FILE ...] < launcher
 
-Members, relative to certify_prefix: probe/... (the staged probe modules), wheels/<wheel>, src/<each source> and
-bin/certify-probe (the rendered launcher, read from stdin, mode 0755). File entries only (tar makes the folders),
+Members, relative to certify_prefix: probe/... (the staged probe modules), site/... (the nvidia-ml-py wheel's files,
+its .dist-info included, so the launcher's PYTHONPATH imports it and importlib.metadata knows its version: no venv
+and no pip run on the node), src/<each source> and bin/certify-probe (the rendered launcher, read from stdin, mode
+0755). File entries only (tar makes the folders),
 sorted, owned by root, each file's mtime taken from its content so that a changed module never meets a stale .pyc.
 The archive is rewritten only when its bytes change; prints {"archive", "checksum", "changed"} with the SHA-1 that
 the node's copy is compared with.
@@ -16,16 +18,28 @@ import io
 import json
 import sys
 import tarfile
+import zipfile
 from pathlib import Path
 
 
 def members(probe: Path, wheel: Path, sources: list[Path], launcher: bytes) -> list[tuple[str, bytes, int]]:
     """(name, content, mode) of every file, sorted by name."""
     found = [(f"probe/{p.relative_to(probe)}", p.read_bytes(), 0o644) for p in probe.rglob("*") if p.is_file()]
-    found += [(f"wheels/{wheel.name}", wheel.read_bytes(), 0o644)]
+    found += wheel_files(wheel)
     found += [(f"src/{s.name}", s.read_bytes(), 0o644) for s in sources]
     found += [("bin/certify-probe", launcher, 0o755)]
     return sorted(found)
+
+
+def wheel_files(wheel: Path) -> list[tuple[str, bytes, int]]:
+    """A pure-Python wheel's files under site/ (a wheel is a zip laid out as site-packages); refuses an entry that
+    would land outside site/."""
+    with zipfile.ZipFile(wheel) as archive:
+        names = [n for n in archive.namelist() if not n.endswith("/")]
+        for name in names:
+            if name.startswith("/") or ".." in Path(name).parts:
+                raise SystemExit(f"{wheel.name}: entry {name!r} would leave the site folder")
+        return [(f"site/{name}", archive.read(name), 0o644) for name in names]
 
 
 def pack(files: list[tuple[str, bytes, int]]) -> bytes:
