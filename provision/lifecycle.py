@@ -21,18 +21,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from provision import hardware, inventory
+from provision import change, converge, hardware, inventory, slurm_admin
 from provision.certify.control.run import CertifyOptions, CertifyRun, certify as run_certify
 from provision.deploy import engine
 from provision.deploy.events import OnUpdate, PlayProgress
 from provision.deploy.records import DeployResult
-from provision.errors import CertifyError, DeployError, PreflightError, ProvisionError
+from provision.errors import CertifyError, DeployError, PreflightError, ProvisionError, UsageError
 from provision.lock import cluster_lock
 from provision.preflight import DEFAULT_CONCURRENCY, run_preflight
 from provision.preflight.records import PreflightReport
 from provision.providers import registry
 from provision.providers.base import Plan, Provider, Teardown
-from provision.records import ClusterInfo, Progress, silent
+from provision.records import ClusterInfo, NodeInfo, Progress, silent
 from provision.remote import CommandResult, pick_node, run_on
 from provision.spec.model import ClusterSpec
 from provision.spec.topology import planned_nodes
@@ -70,6 +70,32 @@ def current_cluster(spec: ClusterSpec) -> ClusterInfo:
 def plan(spec: ClusterSpec) -> Plan:
     """What `up` would create; no side effects."""
     return get_provider(spec).plan()
+
+
+def plan_change(spec: ClusterSpec) -> change.ChangePlan:
+    """What `up` would change on the running cluster: nodes to add, remove or change, the cluster-wide lines that
+    follow, and on priced providers the hourly cost before and after; no side effects."""
+    provider = get_provider(spec)
+    old = change.load_applied(provider.state)
+    new = planned_cluster(spec).nodes
+    if old is not None and provider.state.exists():
+        new = tuple(_with_known_address(n, old) for n in new)
+    nodes = change.unfinished(change.diff_nodes(old, list(new)), provider.state.stage_nodes("deploy"),
+                              converge.held(provider.state, planned_cluster(spec)))
+    result = change.ChangePlan(running=old is not None, nodes=nodes)
+    if old is not None:
+        recorded = hardware.load(provider.state)
+        before = planned_cluster(spec).model_copy(update={"nodes": tuple(old)})
+        result.files = change.diff_files(before, before.model_copy(update={"nodes": new}), recorded)
+        result.hourly_before = provider.hourly_cost(list(old))
+    result.hourly_after = provider.hourly_cost(list(new))
+    return result
+
+
+def _with_known_address(node, old):
+    """A planned node with the address its running twin has, where the provider assigns addresses itself."""
+    twin = next((o for o in old if o.name == node.name), None)
+    return node.model_copy(update={"address": twin.address}) if twin and node.address is None else node
 
 
 def status(spec: ClusterSpec) -> ClusterInfo:
@@ -116,7 +142,8 @@ def down(spec: ClusterSpec, progress: Progress = silent, *, orphans: bool = Fals
     with cluster_lock(provider.state, "down", progress):
         teardown = provider.destroy(progress, orphans=orphans)
         if provider.state.exists():
-            provider.state.remove("stages")
+            for document in ("stages", change.APPLIED, converge.HELD):
+                provider.state.remove(document)
     return teardown
 
 
@@ -145,6 +172,8 @@ class UpOptions:
 
     redo: tuple[str, ...] = ()  # stages to run again even if done
     skip: tuple[str, ...] = ()  # stages not to run at all (preflight, certify)
+    drain_timeout_s: float = slurm_admin.DEFAULT_DRAIN_TIMEOUT_S  # how long nodes to remove may finish their jobs
+    force: bool = False  # cancel the jobs still running on nodes to remove at the drain timeout
 
 
 @dataclass
@@ -165,7 +194,9 @@ class _Run:
     provider: Provider
     view: UpView
     todo: tuple[str, ...]  # the stages this `up` runs
+    options: UpOptions = field(default_factory=UpOptions)
     cluster: ClusterInfo | None = None
+    before: list[NodeInfo] | None = None  # the nodes the cluster had (None: never created)
 
     @property
     def state(self) -> ClusterState:
@@ -173,15 +204,21 @@ class _Run:
 
 
 def _nodes(run: _Run) -> ClusterInfo:
-    """Create the nodes (the provider is idempotent, so this runs on every `up`)."""
+    """Create the nodes the spec adds (the provider is idempotent, so this runs on every `up`); nodes the spec
+    removes stay until the deploy stage has drained them and taken them out of Slurm."""
     run.provider.check_environment()
     run.cluster = run.provider.create(run.view.line)
+    converge.record_nodes(run.state, run.cluster, run.before)
     return run.cluster
 
 
 def _preflight(run: _Run) -> PreflightReport:
-    """Check every node and record its hardware."""
-    report = preflight(run.spec, run.cluster)
+    """Check the nodes not checked before (every node on a new cluster; the controller always: clocks are judged
+    against it) and record their hardware."""
+    done = run.state.stage_nodes("preflight") or set()
+    todo = run.cluster.model_copy(update={"nodes": tuple(n for n in run.cluster.nodes
+                                                         if n.name not in done or n.has_role("controller"))})
+    report = preflight(run.spec, todo)
     if not report.failed_nodes:
         run.view.line(f"preflight passed on {len(report.nodes)} nodes in {report.elapsed_s:.1f} s")
     return report
@@ -189,19 +226,35 @@ def _preflight(run: _Run) -> PreflightReport:
 
 def _inventory(run: _Run) -> list[Path]:
     """Render the inventory once, after preflight recorded the hardware Slurm's node definitions come from (a deploy
-    about to run reads what is still missing, as `provision deploy` does)."""
+    about to run reads what is still missing, as `provision deploy` does); nodes joining a deployed cluster are
+    named in it so the slurm role holds them out of service until certify passes."""
+    run.cluster = converge.with_hold(run.state, run.cluster)
     return engine.write_inventory(run.spec, run.cluster, run.state, read_hardware="deploy" in run.todo)
 
 
 def _deploy(run: _Run) -> DeployResult:
-    """Run the roles on the inventory the inventory stage rendered."""
-    return engine.deploy(run.spec, run.cluster, engine.DeployOptions(render_inventory=False),
-                         run.view.deploy_progress)
+    """Drain the nodes the spec removes, run the roles on the spec's nodes, then remove the drained nodes."""
+    leaving = converge.leaving(run.state, run.cluster)
+    if leaving:
+        converge.drain(run.cluster, leaving, run.options.drain_timeout_s, run.options.force, run.view.line)
+    result = engine.deploy(run.spec, run.cluster, engine.DeployOptions(render_inventory=False),
+                           run.view.deploy_progress)
+    if leaving and result.ok:
+        converge.remove(run.state, run.provider.retire, run.cluster, leaving, run.view.line)
+    return result
 
 
 def _certify(run: _Run) -> CertifyRun:
-    """Certify at the spec's level (quick by default)."""
-    return run_certify(run.spec, run.cluster, CertifyOptions(level=run.spec.certify.level), run.view.line)
+    """Certify at the spec's level (quick by default): the held nodes, inside their reservation, when nodes joined a
+    certified cluster (passing ones are released into service), else the whole cluster."""
+    options = CertifyOptions(level=run.spec.certify.level)
+    held = converge.held(run.state, run.cluster)
+    if held and run.state.stage_nodes("certify") is not None:
+        return converge.certify_held(run.spec, run.cluster, held, options, run.view.line)
+    record = run_certify(run.spec, run.cluster, options, run.view.line)
+    if held and record.ok:
+        converge.release(run.state, run.cluster, held, run.view.line)
+    return record
 
 
 STAGE_CALLS = {"nodes": _nodes, "preflight": _preflight, "inventory": _inventory, "deploy": _deploy,
@@ -225,15 +278,40 @@ def failure(stage: str, record: object) -> ProvisionError | None:
 
 
 def up(spec: ClusterSpec, options: UpOptions = UpOptions(), view: UpView | None = None) -> UpResult:
-    """Bring the cluster up under its lock, stage by stage; a later stage finished before is not redone unless asked."""
+    """Bring the cluster up under its lock, stage by stage, or converge a running one on a changed spec; a stage
+    finished before for exactly the spec's nodes is not redone unless asked."""
     provider, view = get_provider(spec), view or UpView()
     with cluster_lock(provider.state, "up", view.line):
+        before = change.load_applied(provider.state)
+        planned = [n.name for n in planned_nodes(spec)]
+        _refuse_impossible_change(before, spec)
         for stage in options.redo:
             provider.state.mark_stage(stage, done=False)
-        skipped = [s for s in STAGES if s not in ALWAYS and (s in options.skip or provider.state.stage_done(s))]
-        run = _Run(spec, provider, view, todo=tuple(s for s in STAGES if s not in skipped))
+        skipped = [s for s in STAGES if s not in ALWAYS and (s in options.skip or _covered(provider.state, s, planned))]
+        run = _Run(spec, provider, view, todo=tuple(s for s in STAGES if s not in skipped), options=options,
+                   before=before)
         outcomes = {stage: _stage(run, stage) for stage in run.todo}
         return UpResult(run.cluster, ran=list(outcomes), skipped=skipped, outcomes=outcomes)
+
+
+def _covered(state: ClusterState, stage: str, planned: list[str]) -> bool:
+    """Whether a stage finished before for these nodes (a state from before node tracking: finished). The deploy must
+    have covered exactly them (the cluster-wide files follow the node set); preflight and certify every one of them
+    (a node removed needs neither)."""
+    if not state.stage_done(stage):
+        return False
+    covered = state.stage_nodes(stage)
+    if covered is None:
+        return True
+    return covered == set(planned) if stage == "deploy" else set(planned) <= covered
+
+
+def _refuse_impossible_change(before: list[NodeInfo] | None, spec: ClusterSpec) -> None:
+    """Removing the controller or every compute node of a running cluster is refused before anything changes."""
+    new = planned_nodes(spec)
+    why = change.refusal(change.diff_nodes(before, new), before, new)
+    if why:
+        raise UsageError(why, hint="restore the node in the spec (or `provision down` and build a new cluster)")
 
 
 def _stage(run: _Run, stage: str) -> object:
@@ -249,5 +327,5 @@ def _stage(run: _Run, stage: str) -> object:
     error = failure(stage, record)
     if error is not None:
         raise error
-    run.state.mark_stage(stage)
+    run.state.mark_stage(stage, nodes=[n.name for n in planned_nodes(run.spec)])
     return record

@@ -124,11 +124,32 @@ class ClusterState:
         """Whether a stage of `up` finished before (for resuming)."""
         return stage in (self.read("stages") or {}).get("done", [])
 
-    def mark_stage(self, stage: str, done: bool = True) -> None:
-        """Record that a stage of `up` finished, or forget it so it runs again."""
-        stages = set((self.read("stages") or {}).get("done", []))
+    def stage_nodes(self, stage: str) -> set[str] | None:
+        """The nodes a finished stage covered (a change to the cluster redoes it for the others); None when the
+        stage is not done or recorded no nodes."""
+        document = self.read("stages") or {}
+        if stage not in document.get("done", []):
+            return None
+        nodes = (document.get("nodes") or {}).get(stage)
+        return set(nodes) if nodes is not None else None
+
+    def mark_stage(self, stage: str, done: bool = True, nodes: list[str] | None = None) -> None:
+        """Record that a stage of `up` finished (for these nodes), or forget it so it runs again."""
+        document = self.read("stages") or {}
+        stages = set(document.get("done", []))
+        covered = dict(document.get("nodes") or {})
         stages = stages | {stage} if done else stages - {stage}
-        self.write("stages", {"done": sorted(stages)})
+        if done and nodes is not None:
+            covered[stage] = sorted(nodes)
+        elif not done:
+            covered.pop(stage, None)
+        self.write("stages", {"done": sorted(stages), "nodes": covered})
+
+    def forget_stage_nodes(self, names: list[str]) -> None:
+        """Nodes that left the cluster: no stage counts as done for them (a new node of the same name redoes all)."""
+        document = self.read("stages") or {}
+        covered = {stage: [n for n in nodes if n not in names] for stage, nodes in (document.get("nodes") or {}).items()}
+        self.write("stages", {"done": document.get("done", []), "nodes": covered})
 
 
 def write_private(path: Path, text: str) -> Path:

@@ -5,23 +5,36 @@ from dataclasses import asdict
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from provision import lifecycle
-from provision.cli.options import (CommandArg, JsonOpt, NodeOpt, OrphansOpt, QuietOpt, RedoOpt, SkipCertifyOpt,
+from provision.cli.options import (DrainTimeoutOpt, ForceOpt, JsonOpt, OrphansOpt, QuietOpt, RedoOpt, SkipCertifyOpt,
                                    SkipPreflightOpt, SpecArg)
-from provision.cli.output import err, escape, out, print_json, progress_printer
+from provision.cli.output import err, out, print_json, progress_printer
 from provision.cli.up_view import TerminalUpView
-from provision.errors import EXIT_FAILED
+from provision.errors import EXIT_CHANGES, EXIT_FAILED
+from provision.slurm_admin import DEFAULT_DRAIN_TIMEOUT_S
 from provision.spec.loader import load_spec
 
 
 def plan(spec: SpecArg, json_out: JsonOpt = False) -> None:
-    """Show what `up` would create and its hourly cost; changes nothing."""
-    result = lifecycle.plan(load_spec(spec))
+    """Show what `up` would create and its hourly cost or, on a running cluster, the nodes it would add, remove or
+    change and the cluster-wide lines that follow; changes nothing. Exit 4 when a running cluster would change."""
+    loaded = load_spec(spec)
+    result, diff = lifecycle.plan(loaded), lifecycle.plan_change(loaded)
     if json_out:
         print_json({"items": [asdict(i) for i in result.items], "notes": result.notes,
-                    "hourly_cost_usd": result.hourly_cost_usd})
-        return
+                    "hourly_cost_usd": result.hourly_cost_usd, "change": diff.as_dict()})
+    elif diff.running:
+        _print_change(diff)
+    else:
+        _print_creation(result)
+    if diff.running and diff.changed:
+        raise typer.Exit(EXIT_CHANGES)
+
+
+def _print_creation(result) -> None:
+    """A new cluster: every resource `up` would create."""
     table = Table("kind", "name", "detail", "USD/hour", title="plan")
     for item in result.items:
         cost = "" if item.hourly_cost_usd is None else f"{item.hourly_cost_usd:.2f}"
@@ -31,6 +44,23 @@ def plan(spec: SpecArg, json_out: JsonOpt = False) -> None:
         out.print(f"note: {note}")
     if result.hourly_cost_usd is not None:
         out.print(f"estimated cost: {result.hourly_cost_usd:.2f} USD/hour")
+
+
+def _print_change(diff) -> None:
+    """A running cluster: per node what `up` would do, the changed lines of the cluster-wide files, the cost."""
+    table = Table("node", "group", "action", "detail", title="plan: changes to the running cluster")
+    for node in diff.nodes:
+        table.add_row(node.name, node.group, node.action, "; ".join(node.details))
+    out.print(table)
+    for name, lines in diff.files.items():
+        out.print(f"{name}:")
+        for line in lines:
+            out.print(f"  {line}")
+    if diff.hourly_before is not None or diff.hourly_after is not None:
+        before = "?" if diff.hourly_before is None else f"{diff.hourly_before:.2f}"
+        after = "?" if diff.hourly_after is None else f"{diff.hourly_after:.2f}"
+        out.print(f"estimated cost: {before} -> {after} USD/hour")
+    out.print(diff.summary())
 
 
 def status(spec: SpecArg, json_out: JsonOpt = False) -> None:
@@ -54,7 +84,7 @@ def down(spec: SpecArg, orphans: OrphansOpt = False, quiet: QuietOpt = False, js
         for item in teardown.removed:
             out.print(f"removed {item}")
         for item in teardown.leftovers:
-            err.print(f"[red]left behind: {escape(item)}[/red]", markup=True)
+            err.print(Text(f"left behind: {item}", style="red"))
         if not teardown.leftovers:
             out.print("0 resources left")
     if teardown.leftovers:
@@ -66,24 +96,18 @@ def up(
     redo: RedoOpt = [],
     skip_preflight: SkipPreflightOpt = False,
     skip_certify: SkipCertifyOpt = False,
+    drain_timeout: DrainTimeoutOpt = DEFAULT_DRAIN_TIMEOUT_S,
+    force: ForceOpt = False,
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Create the nodes, preflight them, render the inventory, deploy and certify (resumable)."""
+    """Create the nodes, preflight them, render the inventory, deploy and certify (resumable); on a running cluster
+    whose spec changed: add the new nodes (held until certify passes), drain and remove the ones it no longer names."""
     skip = tuple(s for s, off in (("preflight", skip_preflight), ("certify", skip_certify)) if off)
-    result = lifecycle.up(load_spec(spec), lifecycle.UpOptions(redo=tuple(redo), skip=skip),
-                          TerminalUpView(quiet=quiet or json_out))
+    options = lifecycle.UpOptions(redo=tuple(redo), skip=skip, drain_timeout_s=drain_timeout, force=force)
+    result = lifecycle.up(load_spec(spec), options, TerminalUpView(quiet, json_out))
     if json_out:
         print_json({"cluster": result.cluster.model_dump(mode="json"), "ran": result.ran, "skipped": result.skipped})
         return
     out.print(f"cluster {result.cluster.name}: {len(result.cluster.nodes)} nodes up; "
               f"ran {', '.join(result.ran)}" + (f"; skipped {', '.join(result.skipped)}" if result.skipped else ""))
-
-
-def exec_(spec: SpecArg, command: CommandArg, node: NodeOpt = None) -> None:
-    """Run a command on a node over SSH (host key verified) and pass through its output and exit code."""
-    result = lifecycle.run_command(load_spec(spec), node, " ".join(command))
-    typer.echo(result.stdout, nl=False)
-    if result.stderr:
-        typer.echo(result.stderr, nl=False, err=True)
-    raise typer.Exit(result.rc)

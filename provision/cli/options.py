@@ -25,13 +25,18 @@ InventoryOutputOpt = Annotated[Path, typer.Option("--output", "-o", help="direct
 RedoOpt = Annotated[list[str], typer.Option("--redo", help="run a finished stage again (repeatable)")]
 SkipPreflightOpt = Annotated[bool, typer.Option("--skip-preflight", help="do not check nodes first")]
 SkipCertifyOpt = Annotated[bool, typer.Option("--skip-certify", help="do not certify at the end")]
+DrainTimeoutOpt = Annotated[float, typer.Option(
+    "--drain-timeout", min=0, help="seconds nodes the spec removes may finish their running jobs (drained first)")]
+ForceOpt = Annotated[bool, typer.Option(
+    "--force", help="cancel the jobs still running on nodes to remove when --drain-timeout ends")]
 # down
 OrphansOpt = Annotated[bool, typer.Option(
     "--orphans", help="also remove cloud resources tagged with the cluster's name that this machine's "
                       "state does not record (after a lost state directory)")]
 # exec
 CommandArg = Annotated[list[str], typer.Argument(help="the command and its arguments (after --)")]
-NodeOpt = Annotated[str | None, typer.Option("--node", "-n", help="node name (default: the controller)")]
+NodesOpt = Annotated[list[str], typer.Option(
+    "--node", "-n", metavar="NODES", help="nodes: a hostlist such as compute[01-03] or a group name; repeatable (default: the controller)")]
 # preflight
 AcceptOpt = Annotated[bool, typer.Option("--accept-new-host-keys", help="record the host key of a first contact")]
 ConcurrencyOpt = Annotated[int, typer.Option(help="nodes checked at once")]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
-from provision.records import ClusterInfo, Progress, silent
+from provision.records import ClusterInfo, NodeInfo, Progress, silent
 from provision.spec.model import ClusterSpec
 from provision.state import ClusterState
 
@@ -70,6 +70,16 @@ class Provider(ABC):
     @abstractmethod
     def describe(self) -> ClusterInfo:
         """The cluster as it is now, from recorded state and live checks; changes nothing."""
+
+    def retire(self, names: list[str], progress: Progress = silent) -> list[str]:
+        """Remove these nodes only (a shrink: the lifecycle drained them and took them out of Slurm first), drop
+        them from the provider's state, and return what was removed; names it no longer has are ignored
+        (idempotent). Every other node and shared resource is left as it is."""
+        raise NotImplementedError(f"the {self.name} provider cannot remove single nodes")
+
+    def hourly_cost(self, nodes: list[NodeInfo]) -> float | None:
+        """What these nodes cost per hour (USD), or None where the provider has no prices (sandbox, static)."""
+        return None
 
     @abstractmethod
     def destroy(self, progress: Progress = silent, *, orphans: bool = False) -> Teardown:

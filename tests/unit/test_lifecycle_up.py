@@ -129,10 +129,10 @@ def test_a_failed_deploy_names_its_hosts_and_artifacts(tmp_path):
     assert isinstance(found, DeployError) and "deploy failed on n1" in str(found) and str(tmp_path) in found.hint
 
 
-def test_the_certify_stage_runs_at_the_spec_level(monkeypatch):
+def test_the_certify_stage_runs_at_the_spec_level(monkeypatch, tmp_path):
     seen = []
     monkeypatch.setattr(lifecycle, "run_certify", lambda spec, cluster, options, progress: seen.append(options))
-    run = lifecycle._Run(SPEC, FakeProvider(None), lifecycle.UpView(), todo=lifecycle.STAGES, cluster=CLUSTER)
+    run = lifecycle._Run(SPEC, FakeProvider(ClusterState(tmp_path, "unit")), lifecycle.UpView(), todo=lifecycle.STAGES, cluster=CLUSTER)
     lifecycle.STAGE_CALLS["certify"](run)
     assert seen == [CertifyOptions(level="standard")]
 
@@ -145,11 +145,11 @@ def test_the_terminal_view_shows_certify_only_on_a_failure_when_quiet(capsys):
     assert "slurm.slurmd" in shown and "/r/report.json" in shown
 
 
-def test_up_renders_the_inventory_once_and_its_deploy_uses_it(monkeypatch):
+def test_up_renders_the_inventory_once_and_its_deploy_uses_it(monkeypatch, tmp_path):
     rendered, deployed = [], []
     monkeypatch.setattr(lifecycle.engine, "write_inventory", lambda *a, **k: rendered.append(k) or [])
     monkeypatch.setattr(lifecycle.engine, "deploy", lambda spec, cluster, options, on_update: deployed.append(options))
-    run = lifecycle._Run(SPEC, FakeProvider(None), lifecycle.UpView(), todo=lifecycle.STAGES, cluster=CLUSTER)
+    run = lifecycle._Run(SPEC, FakeProvider(ClusterState(tmp_path, "unit")), lifecycle.UpView(), todo=lifecycle.STAGES, cluster=CLUSTER)
     lifecycle.STAGE_CALLS["inventory"](run)
     lifecycle.STAGE_CALLS["deploy"](run)
     assert rendered == [{"read_hardware": True}] and [o.render_inventory for o in deployed] == [False]

@@ -5,6 +5,7 @@ every later command on it returns that reason instead of raising, so one dead no
 """
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -37,9 +38,14 @@ class Outcome:
 class Fleet:
     """Open SSH clients to nodes (host keys verified); use as a context manager."""
 
-    def __init__(self, cluster: ClusterInfo, connect_timeout: float = CONNECT_TIMEOUT_S) -> None:
+    def __init__(self, cluster: ClusterInfo, connect_timeout: float = CONNECT_TIMEOUT_S,
+                 slurm_reservation: str | None = None) -> None:
         self.cluster = cluster
         self.connect_timeout = connect_timeout
+        # Every srun/sbatch/salloc on the controller runs inside this reservation (Slurm's input variables).
+        self.controller_env = (f"export SLURM_RESERVATION={shlex.quote(slurm_reservation)} "
+                               f"SBATCH_RESERVATION={shlex.quote(slurm_reservation)} "
+                               f"SALLOC_RESERVATION={shlex.quote(slurm_reservation)}; ") if slurm_reservation else ""
         self.clients: dict[str, object] = {}
         self.unreachable: dict[str, str] = {}
 
@@ -76,6 +82,8 @@ class Fleet:
         client = self.clients.get(name)
         if client is None:
             return Outcome(name, None, error=self.unreachable.get(name, "not connected"))
+        if self.controller_env and name == self.cluster.controller.name:
+            command = self.controller_env + command
         try:
             rc, out, err = ssh.run(client, command, timeout)
         except Exception as exc:  # socket timeouts and paramiko errors: the node stopped answering

@@ -67,6 +67,7 @@ class CertifyOptions:
     iperf3_bitrate: str | None = None  # pace iperf3 (e.g. "1G"); None: full speed, or SANDBOX_BITRATE on the sandbox
     iperf3_seconds: int = network.IPERF3_SECONDS
     nccl_tests: str = gpu_jobs.NCCL_TESTS_BIN
+    reservation: str | None = None  # run every Slurm job inside this reservation (nodes held until certified)
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -119,7 +120,7 @@ def collect(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions,
     """Measure everything and assemble the report (nothing written)."""
     run = Session(spec, cluster, options, progress)
     started = now_iso()
-    with Fleet(cluster) as fleet:
+    with Fleet(cluster, slurm_reservation=options.reservation) as fleet:
         progress(f"certify {options.level}: connecting to {len(cluster.nodes)} nodes")
         unreachable = fleet.connect(cluster.nodes)
         run.checks += [slurm_checks.reachable_check(n.name, unreachable.get(n.name)) for n in cluster.nodes]
@@ -194,8 +195,9 @@ def _blockers(run: Session, fleet: Fleet, node: str, fields: dict[str, dict[str,
     else:
         reasons.append(f"the node stopped answering ({outcomes[node].error})")
     if fleet.reachable(ctl):
-        run.checks.append(slurm_checks.node_state_check(node, states.get(node)))
-        if not slurm_checks.runnable(states.get(node)):
+        held = run.options.reservation is not None
+        run.checks.append(slurm_checks.node_state_check(node, states.get(node), held=held))
+        if not slurm_checks.runnable(states.get(node), held=held):
             reasons.append(f"Slurm lists it as {(states.get(node) or ('unknown',))[0]}")
     else:
         reasons.append(f"the controller {ctl} is unreachable")

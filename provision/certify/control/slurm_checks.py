@@ -16,6 +16,7 @@ from provision.certify.probe.records import CheckResult
 
 RUN_ROOT = "/run/gpu-provision-certify"  # per-run scratch on every node: expectation file, iperf3 pid
 OK_STATES = ("idle", "mixed", "allocated", "completing")
+HELD_STATES = ("maint", "reserved", "resv", "planned")  # a node in the reservation certify runs in (held nodes)
 SACCT_DONE = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
               "BOOT_FAIL", "DEADLINE")
 _FIELD = re.compile(r"^(?P<key>[a-z_]+)=(?P<value>.*)$")
@@ -141,8 +142,9 @@ def controller_check(controller: str, ping: str, error: str | None = None) -> Ch
                        source="scontrol ping", detail="" if up else (error or "slurmctld does not answer"))
 
 
-def node_state_check(node: str, state: tuple[str, str] | None) -> CheckResult:
-    """slurm.node_state: the node is usable by jobs (not down, drained or not responding)."""
+def node_state_check(node: str, state: tuple[str, str] | None, held: bool = False) -> CheckResult:
+    """slurm.node_state: the node is usable by jobs (not down, drained or not responding); `held`: certify runs
+    inside the hold reservation, where a reserved node is usable."""
     if state is None:
         return CheckResult("slurm.node_state", "fail", node=node, threshold=" or ".join(OK_STATES), source="sinfo",
                            detail="the controller does not list this node: check slurm.conf")
@@ -151,7 +153,7 @@ def node_state_check(node: str, state: tuple[str, str] | None) -> CheckResult:
     if name.endswith("*"):
         return CheckResult("slurm.node_state", "fail", node=node, value=name, threshold=" or ".join(OK_STATES),
                            source="sinfo", detail="not responding to slurmctld")
-    if base in OK_STATES:
+    if base in OK_STATES or (held and base in HELD_STATES):
         return CheckResult("slurm.node_state", "pass", node=node, value=name, source="sinfo")
     why = f" ({reason})" if reason and reason != "none" else ""
     return CheckResult("slurm.node_state", "fail", node=node, value=name, threshold=" or ".join(OK_STATES),
@@ -159,9 +161,13 @@ def node_state_check(node: str, state: tuple[str, str] | None) -> CheckResult:
                                               "state=resume` once it is fixed")
 
 
-def runnable(state: tuple[str, str] | None) -> bool:
-    """Whether a step can be placed on a node in this state (down, drained and unknown nodes cannot)."""
-    return state is not None and not state[0].endswith("*") and state[0].rstrip("~#!%$@^-+") in OK_STATES
+def runnable(state: tuple[str, str] | None, held: bool = False) -> bool:
+    """Whether a step can be placed on a node in this state (down, drained and unknown nodes cannot; a reserved node
+    can when certify runs inside the reservation)."""
+    if state is None or state[0].endswith("*"):
+        return False
+    base = state[0].rstrip("~#!%$@^-+")
+    return base in OK_STATES or (held and base in HELD_STATES)
 
 
 def srun_all_check(nodes: Sequence[str], answered: Sequence[str], seconds: float | None) -> CheckResult:

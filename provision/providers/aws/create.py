@@ -41,6 +41,10 @@ def create(aws: Aws, spec: ClusterSpec, state: ClusterState, facts: Facts, progr
         ledger.learn(**fsx.wait(aws, file_system, progress))
     if launched or waited or not alive:
         alive = instances.live(aws, spec.name)
+    kept = instances.outside_spec(ledger, spec)
+    if kept:
+        progress(f"{len(kept)} instance(s) the spec no longer names keep running until they are removed: "
+                 f"{', '.join(kept)}")
     if not launched:
-        progress(f"no instance launched: all {len(ledger.instances)} already exist")
+        progress(f"no instance launched: all {len(ledger.instances) - len(kept)} already exist")
     return nodes.cluster_info(spec, state, ledger, alive)

@@ -102,10 +102,14 @@ def forget_dead(ledger: Ledger, alive: dict[str, dict], progress: Progress) -> N
 
 def launch(aws: Aws, ledger: Ledger, spec: ClusterSpec, facts: Facts, context: LaunchContext,
            progress: Progress) -> list[str]:
-    """Launch every node that has no instance yet, one RunInstances per group; returns the new instance ids."""
+    """Launch every node of the spec that has no instance yet, one RunInstances per group; returns the new ids.
+
+    Open batches are adopted first, those of groups the spec no longer has too, so that every instance made is
+    recorded (and `retire` can remove it). Recorded instances the spec no longer names are left running."""
+    for group in list(ledger.launches):
+        adopt_open_batch(aws, ledger, spec.name, group, progress)
     new: list[str] = []
     for group in spec.node_groups:
-        _adopt_open_batch(aws, ledger, spec.name, group, progress)
         missing = [n for n in group_names(group) if n not in ledger.instances]
         if missing:
             new += _launch_group(aws, ledger, spec, group, missing, launch_parameters(spec, group, facts, context),
@@ -113,9 +117,15 @@ def launch(aws: Aws, ledger: Ledger, spec: ClusterSpec, facts: Facts, context: L
     return new
 
 
-def _adopt_open_batch(aws: Aws, ledger: Ledger, cluster: str, group: NodeGroup, progress: Progress) -> None:
-    """A batch sent before a crash: adopt its instances (found by the batch's tag) or close it."""
-    batch = ledger.launches.get(group.name)
+def outside_spec(ledger: Ledger, spec: ClusterSpec) -> list[str]:
+    """Recorded nodes the spec no longer names: kept until `retire` removes them (after Slurm let them go)."""
+    named = {name for group in spec.node_groups for name in group_names(group)}
+    return [name for name in ledger.instances if name not in named]
+
+
+def adopt_open_batch(aws: Aws, ledger: Ledger, cluster: str, group: str, progress: Progress) -> None:
+    """A group's batch sent before a crash: adopt its instances (found by the batch's tag) or close it."""
+    batch = ledger.launches.get(group)
     if not batch:
         return
     found = [i for r in aws.pages("ec2", "describe_instances", "Reservations",
@@ -123,12 +133,11 @@ def _adopt_open_batch(aws: Aws, ledger: Ledger, cluster: str, group: NodeGroup, 
                                   [{"Name": "instance-state-name", "Values": list(LIVE_STATES)}])
              for i in r["Instances"]]
     if not found:
-        ledger.launch_abandoned(group.name)
+        ledger.launch_abandoned(group)
         return
     found.sort(key=lambda i: i.get("AmiLaunchIndex", 0))
-    ledger.launched(group.name, found[0]["InstanceType"],
-                    {name: i["InstanceId"] for name, i in zip(batch["nodes"], found)})
-    progress(f"adopted {len(found)} instance(s) of group {group.name} launched before an interruption")
+    ledger.launched(group, found[0]["InstanceType"], {name: i["InstanceId"] for name, i in zip(batch["nodes"], found)})
+    progress(f"adopted {len(found)} instance(s) of group {group} launched before an interruption")
 
 
 def _launch_group(aws: Aws, ledger: Ledger, spec: ClusterSpec, group: NodeGroup, names: list[str], params: dict,

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from provision.adaptors.aws import Aws
 from provision.providers.aws import create as up
-from provision.providers.aws import environment, instances, nodes, plan, teardown
+from provision.providers.aws import cost, environment, instances, nodes, plan, retire, teardown
 from provision.providers.aws.facts import Facts
 from provision.providers.aws.ledger import Ledger
 from provision.providers.base import Plan, Provider, Teardown
-from provision.records import ClusterInfo, Progress, silent
+from provision.records import ClusterInfo, NodeInfo, Progress, silent
 from provision.spec.model import ClusterSpec
 from provision.spec.topology import group_names
 from provision.state import ClusterState
@@ -44,6 +44,16 @@ class AwsProvider(Provider):
         ledger = Ledger(self.state)
         alive = instances.live(self.aws, self.spec.name) if ledger.instances else {}
         return nodes.cluster_info(self.spec, self.state, ledger, alive)
+
+    def retire(self, names: list[str], progress: Progress = silent) -> list[str]:
+        """Terminate exactly the recorded instances of these nodes (each checked live to carry the cluster's tag), wait
+        until they are gone, and forget them in aws.json and known_hosts; other nodes and shared resources stay."""
+        return retire.retire(self.aws, Ledger(self.state), self.spec.name, names, self.state.known_hosts_path,
+                             progress)
+
+    def hourly_cost(self, nodes: list[NodeInfo]) -> float | None:
+        """What these nodes cost per hour from the price table, as `plan` prices them; no API call."""
+        return cost.hourly(self.spec, nodes)
 
     def destroy(self, progress: Progress = silent, *, orphans: bool = False) -> Teardown:
         """Remove everything in reverse order, then audit by tag; idempotent."""

@@ -51,7 +51,6 @@ class SandboxProvider(Provider):
             record.save(self.state, rec)
         self._ensure_proxy(rec, progress)
         planned = self._planned(rec)
-        self._retire(rec, [n for n in rec.nodes if n not in {p.name for p in planned}], progress)
         key = ensure_key_pair(self.state.ssh_key_path, f"gpu-provision-{self.spec.name}")
         for planned_node in planned:
             self._ensure_node(rec, planned_node, public_key(key))
@@ -156,16 +155,21 @@ class SandboxProvider(Provider):
         lines = [f"{n.name},{n.address} {n.host_key}\n" for n in rec.nodes.values() if n.host_key]
         write_private(self.state.known_hosts_path, "".join(lines))
 
-    def _retire(self, rec: SandboxRecord, names: list[str], progress: Progress) -> None:
-        """Remove recorded nodes the spec no longer has."""
+    def retire(self, names: list[str], progress: Progress = silent) -> list[str]:
+        """Stop the named nodes (recorded PIDs only) and remove their links, namespaces and layers; others stay."""
+        rec = record.load(self.state)
+        names = [n for n in names if rec is not None and n in rec.nodes]
         if not names:
-            return
-        progress(f"removing {len(names)} node(s) no longer in the spec: {', '.join(names)}")
+            return []
+        progress(f"removing sandbox node(s) {', '.join(names)}")
         if fleet.halt(self.state, rec, names):
-            raise SandboxError(f"could not stop {', '.join(names)}")
+            raise SandboxError(f"could not stop {', '.join(names)}", hint="run `provision up` again")
+        removed: list[str] = []
         for name in names:
-            self._remove_node(rec.nodes.pop(name))
-        record.save(self.state, rec)
+            removed += self._remove_node(rec.nodes.pop(name))
+            record.save(self.state, rec)
+        self._write_known_hosts(rec)
+        return removed
 
     # -- destroy ----------------------------------------------------------------------------------
 

@@ -33,6 +33,14 @@ class StaticProvider(Provider):
         return ClusterInfo(name=self.spec.name, provider=self.name, nodes=nodes, ssh_user=self.spec.ssh.user,
                            ssh_key_path=key, known_hosts_path=self.state.known_hosts_path)
 
+    def retire(self, names: list[str], progress: Progress = silent) -> list[str]:
+        """A static host leaving the cluster is not ours to remove: `up` stopped and disabled its slurmd; nothing else
+        on the host is touched, and there is no record to change (the spec no longer names it)."""
+        if names:
+            progress(f"static host(s) {', '.join(names)} left the cluster (slurmd stopped and disabled; the hosts "
+                     "are otherwise left as they are)")
+        return []
+
     def destroy(self, progress: Progress = silent, *, orphans: bool = False) -> Teardown:
         """Static hosts are not ours to remove; forget the local state only."""
         progress("static hosts are left running; local state kept")

@@ -1,0 +1,121 @@
+"""What `up` asks of a running Slurm while it changes the cluster, from the controller over SSH.
+
+- removing nodes: drain them with a reason, wait until their jobs end (or cancel them when forced), stop slurmd;
+- nodes that joined: the slurm role holds them in a maintenance reservation (HOLD_RESERVATION) that only root and
+  the SSH user can run in; certify runs its jobs inside it, and passing nodes are released from it here.
+
+Node names reach the shell quoted, and are validated host names before that (spec.shapes).
+"""
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable, Sequence
+
+from provision import hostlist
+from provision.errors import ConnectionFailure, ProvisionError
+from provision.records import ClusterInfo, NodeInfo, Progress, silent
+from provision.remote import CommandResult, run_on
+
+HOLD_RESERVATION = "gpu_provision_certify"  # the slurm role's slurm_hold_reservation
+REMOVE_REASON = "gpu-provision: removing from the cluster"
+DEFAULT_DRAIN_TIMEOUT_S = 600.0
+POLL_S = 2.0
+
+Runner = Callable[[str], CommandResult]  # runs one command on the controller
+
+
+class DrainTimeout(ProvisionError):
+    """Nodes to remove still run jobs after the drain timeout; nothing was removed."""
+
+
+def controller_runner(cluster: ClusterInfo) -> Runner:
+    """Run commands on the controller as root (sudo -n where the SSH user is not root)."""
+    sudo = "" if cluster.ssh_user == "root" else "sudo -n "
+    return lambda command: run_on(cluster, cluster.controller, sudo + command, timeout=120.0)
+
+
+def _checked(run: Runner, command: str) -> str:
+    """Run a command that must succeed; its stdout."""
+    result = run(command)
+    if result.rc != 0:
+        raise ProvisionError(f"on the controller, `{command}` failed (exit {result.rc}): "
+                             f"{(result.stderr or result.stdout).strip()[:300]}",
+                             hint="check slurmctld (`provision exec SPEC -- scontrol ping`), then run `provision up` "
+                                  "again")
+    return result.stdout
+
+
+def jobs_on(run: Runner, names: Sequence[str]) -> list[str]:
+    """Ids of the jobs that run (or are being set up) on any of these nodes."""
+    out = _checked(run, f"squeue -h -o %A -t RUNNING,COMPLETING,CONFIGURING,SUSPENDED "
+                        f"-w {shlex.quote(hostlist.compress(list(names)))}")
+    return sorted({line.strip() for line in out.splitlines() if line.strip()})
+
+
+def drain_for_removal(run: Runner, names: Sequence[str], timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S,
+                      force: bool = False, progress: Progress = silent,
+                      sleep: Callable[[float], None] = time.sleep) -> None:
+    """Drain the nodes, then wait until no job runs on them; `force` cancels what still runs at the timeout.
+
+    Raises DrainTimeout (the nodes stay drained, nothing else changed) when jobs outlive the timeout unforced."""
+    nodes = hostlist.compress(list(names))
+    _checked(run, f"scontrol update nodename={shlex.quote(nodes)} state=drain reason={shlex.quote(REMOVE_REASON)}")
+    progress(f"drained {nodes}; waiting for their jobs (up to {timeout_s:.0f} s)")
+    deadline = time.monotonic() + timeout_s
+    while (jobs := jobs_on(run, names)) and time.monotonic() < deadline:
+        sleep(POLL_S)
+    if not jobs:
+        return
+    if not force:
+        raise DrainTimeout(f"{nodes} still run job(s) {', '.join(jobs)} after {timeout_s:.0f} s; nothing was removed "
+                           "(the nodes stay drained)",
+                           hint="wait and run `provision up` again, raise --drain-timeout, or pass --force to cancel "
+                                "those jobs")
+    progress(f"cancelling job(s) {', '.join(jobs)} on {nodes} (--force)")
+    _checked(run, f"scancel --nodelist={shlex.quote(nodes)}")
+    end = time.monotonic() + 60.0
+    while jobs_on(run, names) and time.monotonic() < end:
+        sleep(POLL_S)
+
+
+def stop_slurmd(cluster: ClusterInfo, nodes: Sequence[NodeInfo], progress: Progress = silent) -> list[str]:
+    """Stop and disable slurmd on nodes leaving the cluster (a static host keeps everything else); the nodes that
+    could not be reached (a node already gone needs nothing)."""
+    sudo = "" if cluster.ssh_user == "root" else "sudo -n "
+    missed = []
+    for node in nodes:
+        try:
+            run_on(cluster, node, f"{sudo}systemctl disable --now slurmd", timeout=60.0)
+        except ConnectionFailure:
+            missed.append(node.name)
+    if nodes:
+        progress(f"slurmd stopped on {hostlist.compress([n.name for n in nodes if n.name not in missed]) or 'none'}")
+    return missed
+
+
+def held_nodes(run: Runner) -> list[str]:
+    """The nodes in the hold reservation now (empty when there is none)."""
+    result = run(f"scontrol -o show reservation {HOLD_RESERVATION}")
+    if result.rc != 0:
+        return []
+    for field in result.stdout.split():
+        if field.startswith("Nodes="):
+            value = field.split("=", 1)[1]
+            return hostlist.expand(value) if value and value != "(null)" else []
+    return []
+
+
+def release(run: Runner, passed: Sequence[str], progress: Progress = silent) -> list[str]:
+    """Take nodes that passed certify out of the hold reservation (deleting it once empty); the nodes still held."""
+    held = held_nodes(run)
+    keep = [n for n in held if n not in set(passed)]
+    if held and not keep:
+        _checked(run, f"scontrol delete ReservationName={HOLD_RESERVATION}")
+    elif len(keep) < len(held):
+        _checked(run, f"scontrol update ReservationName={HOLD_RESERVATION} "
+                      f"Nodes={shlex.quote(hostlist.compress(keep))}")
+    released = [n for n in held if n not in keep]
+    if released:
+        progress(f"released {hostlist.compress(released)} into service")
+    return keep
