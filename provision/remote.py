@@ -1,11 +1,22 @@
-"""Run a command on a cluster node over SSH with the cluster's key and known_hosts (host keys verified)."""
+"""Run a command on cluster nodes over SSH with the cluster's key and known_hosts (host keys verified).
+
+One node or many: `select_nodes` turns --node selectors (a hostlist expression or a group name) into nodes,
+`run_across` runs one command on them in parallel, `fold` groups nodes whose outcome is identical (like clush -b).
+"""
 from __future__ import annotations
 
+import shlex
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from provision import hostlist
 from provision.adaptors import ssh
-from provision.errors import UsageError
+from provision.errors import ProvisionError, SpecError, UsageError
 from provision.records import ClusterInfo, NodeInfo
+
+MAX_PARALLEL = 32
+UNREACHABLE_RC = 255  # what ssh itself exits with when it cannot run the command
 
 
 @dataclass
@@ -44,3 +55,85 @@ def run_on(cluster: ClusterInfo, node: NodeInfo, command: str, timeout: float = 
     with ssh.connect(ssh_target(cluster, node)) as client:
         rc, out, err = ssh.run(client, command, timeout)
     return CommandResult(node.name, rc, out, err)
+
+
+Runner = Callable[[ClusterInfo, NodeInfo, str], CommandResult]
+
+
+@dataclass(frozen=True)
+class OutputBlock:
+    """Nodes whose command ended the same way: the same exit status, stdout and stderr."""
+
+    nodes: tuple[str, ...]
+    rc: int
+    stdout: str
+    stderr: str
+
+    @property
+    def hostlist(self) -> str:
+        """The nodes folded into one hostlist expression ("compute[01-03]")."""
+        return hostlist.compress(self.nodes)
+
+
+def command_line(argv: Sequence[str]) -> str:
+    """The remote command line: one argument is a shell command as written (`exec -- 'ls | wc'`); several are
+    each quoted, so they arrive exactly as given (`exec -- bash -c 'echo a b'`)."""
+    if not argv:
+        raise UsageError("no command given", hint="put the command after --, such as: exec SPEC -- uptime")
+    return argv[0] if len(argv) == 1 else shlex.join(argv)
+
+
+def select_nodes(cluster: ClusterInfo, selectors: Sequence[str]) -> list[NodeInfo]:
+    """The nodes that the selectors name, in cluster order; the controller when there are none."""
+    if not selectors:
+        return [cluster.controller]
+    wanted = {name for selector in selectors for name in _names(cluster, selector)}
+    return [node for node in cluster.nodes if node.name in wanted]
+
+
+def _names(cluster: ClusterInfo, selector: str) -> list[str]:
+    """One selector: a group's nodes, or the names of a hostlist expression (each must be a node)."""
+    group = [node.name for node in cluster.nodes if node.group == selector]
+    if group:
+        return group
+    try:
+        names = hostlist.expand(selector, limit=len(cluster.nodes))
+    except SpecError as exc:
+        raise UsageError(f"--node: {exc.message}", hint=_choices(cluster)) from None
+    for name in names:
+        pick_node(cluster, name)
+    return names
+
+
+def _choices(cluster: ClusterInfo) -> str:
+    """The hint for a selector that names nothing."""
+    groups = ", ".join(dict.fromkeys(node.group for node in cluster.nodes))
+    return f"give a hostlist such as {hostlist.compress(n.name for n in cluster.nodes)} or a group ({groups})"
+
+
+def run_across(cluster: ClusterInfo, nodes: Sequence[NodeInfo], command: str, runner: Runner | None = None,
+               max_parallel: int = MAX_PARALLEL) -> list[CommandResult]:
+    """Run one command on every node at once (at most `max_parallel` at a time); results in the nodes' order.
+    A node that cannot be reached gives exit status 255 and the reason on stderr instead of stopping the others."""
+    run = runner or run_on
+
+    def one(node: NodeInfo) -> CommandResult:
+        try:
+            return run(cluster, node, command)
+        except ProvisionError as exc:
+            return CommandResult(node.name, UNREACHABLE_RC, "", f"{exc}\n")
+    with ThreadPoolExecutor(max_workers=max(1, min(max_parallel, len(nodes)))) as pool:
+        return list(pool.map(one, nodes))
+
+
+def fold(results: Sequence[CommandResult]) -> list[OutputBlock]:
+    """One block per distinct outcome, with every node that had it; blocks in the order their first node came."""
+    groups: dict[tuple[int, str, str], list[str]] = {}
+    for result in results:
+        groups.setdefault((result.rc, result.stdout, result.stderr), []).append(result.node)
+    return [OutputBlock(tuple(nodes), rc, out, err) for (rc, out, err), nodes in groups.items()]
+
+
+def worst_rc(results: Sequence[CommandResult]) -> int:
+    """The exit status of a run across nodes: the highest any node returned."""
+    return max((r.rc for r in results), default=0)

@@ -7,7 +7,7 @@ from rich.text import Text
 
 from provision.certify.control.run import CertifyRun
 from provision.certify.records import ClusterReport
-from provision.cli.output import err, escape, out
+from provision.cli.output import err, out
 
 _COLOURS = {"pass": "green", "warn": "yellow", "fail": "red", "na": "dim"}
 
@@ -38,16 +38,16 @@ def render(run: CertifyRun, console: Console = out) -> None:
         _matrix(report, console)
     counts = report.counts()
     console.print(f"verdict: {report.verdict}  ({counts['pass']} pass, {counts['warn']} warn, {counts['fail']} fail, "
-              f"{counts['na']} n/a)")
+                  f"{counts['na']} n/a)", markup=False, emoji=False)
     if run.paths is not None:
-        console.print(f"reports: {run.paths.json}\n         {run.paths.junit}\n         {run.paths.html}")
+        console.print(f"reports: {run.paths.json}\n         {run.paths.junit}\n         {run.paths.html}",
+                      markup=False, emoji=False)
     for node, reason in run.drained.items():
-        console.print(f"drained {node}: {reason}")
+        console.print(f"drained {node}: {reason}", markup=False, emoji=False)
     for node, why in run.drain_errors.items():
-        err.print(f"[red]could not drain {escape(node)}: {escape(why)}[/red]", markup=True)
+        err.print(Text(f"could not drain {node}: {why}", style="red"))
     if not run.ok:
-        err.print(f"[red]certification failed on {escape(', '.join(run.failed_nodes) or 'the cluster')}[/red]",
-                  markup=True)
+        err.print(Text(f"certification failed on {', '.join(run.failed_nodes) or 'the cluster'}", style="red"))
 
 
 def _matrix(report: ClusterReport, console: Console) -> None:

@@ -1,12 +1,12 @@
 """Rich rendering of a deploy: live play/task/host view, and the final recap table."""
 from __future__ import annotations
 
-from rich.console import Group
+from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from provision.cli.output import err, escape, out
+from provision.cli.output import err, out
 from provision.deploy.events import PlayProgress
 from provision.deploy.records import DeployResult
 
@@ -61,11 +61,11 @@ def quiet_lines(progress: PlayProgress, seen: set[str]) -> None:
     key = f"{progress.play}/{progress.task}"
     if progress.task and key not in seen:
         seen.add(key)
-        err.print(f"[dim]task[/dim] {escape(progress.task)}", markup=True, highlight=False)
+        err.print(Text.assemble(("task", "dim"), " ", progress.task))
 
 
-def recap(result: DeployResult) -> None:
-    """The final table: per host counts, status, and the failing task with its message."""
+def recap(result: DeployResult, console: Console = out) -> None:
+    """The final table: per host counts, status, and the failing task with its message (on `console`)."""
     title = "plan (check mode): what would change" if result.check_mode else "deploy recap"
     table = Table("host", "ok", "changed", "failed", "unreachable", "status", "failed task / message", title=title)
     for host in result.hosts:
@@ -75,14 +75,13 @@ def recap(result: DeployResult) -> None:
             detail = "would change: " + "; ".join(dict.fromkeys(host.changed_tasks))
         table.add_row(host.host, str(host.ok), str(host.changed), str(host.failed), str(host.unreachable),
                       Text(host.status, style=colour), detail)
-    out.print(table)
+    console.print(table)
     if result.cancelled:
-        err.print("[red]deploy cancelled (signal); run it again to converge[/red]", markup=True)
+        err.print(Text("deploy cancelled (signal); run it again to converge", style="red"))
     if result.check_mode and result.ok:
         changed = result.changed_hosts
-        out.print(f"drift on {', '.join(changed)}: a deploy would change what is listed above" if changed
+        console.print(f"drift on {', '.join(changed)}: a deploy would change what is listed above" if changed
                   else "no changes: every host matches the spec")
     if not result.ok:
         failed = ", ".join(result.failed_hosts) or "the run itself"
-        err.print(f"[red]failed: {escape(failed)}[/red]; artifacts: {escape(str(result.artifacts_dir))}", markup=True,
-                  highlight=False)
+        err.print(Text.assemble((f"failed: {failed}", "red"), f"; artifacts: {result.artifacts_dir}"))

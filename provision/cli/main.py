@@ -7,31 +7,49 @@ import traceback
 
 import typer
 import typer.core
+from rich.text import Text
 from typer.exceptions import TyperException
 
 from provision import __version__
-from provision.cli import certify_cmd, cluster_cmds, deploy_cmd, preflight_cmd, spec_cmds
-from provision.cli.output import err, escape, print_findings, out
+from provision.cli import certify_cmd, cluster_cmds, deploy_cmd, exec_cmd, preflight_cmd, spec_cmds
+from provision.cli.options import JsonOpt
+from provision.cli.output import err, out, print_findings, print_json
 from provision.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ProvisionError, SpecError
 
 app = typer.Typer(
     name="provision",
     help="Turn bare servers or cloud instances into a certified GPU cluster.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help text is printed as written: "compute[01-03]" stays
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
+def _print_version(value: bool) -> None:
+    """--version: print the version and stop."""
+    if value:
+        out.print(__version__)
+        raise typer.Exit()
+
+
 @app.callback()
-def _root(debug: bool = typer.Option(False, "--debug", help="show tracebacks for errors")) -> None:
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="show tracebacks for errors"),
+    show_version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                      help="print the version and exit"),
+) -> None:
     """Global options."""
 
 
 @app.command()
-def version() -> None:
+def version(json_out: JsonOpt = False) -> None:
     """Print the version."""
-    out.print(__version__)
+    if json_out:
+        print_json({"version": __version__})
+    else:
+        out.print(__version__)
 
 
 app.command()(spec_cmds.init)
@@ -44,15 +62,22 @@ app.command()(deploy_cmd.deploy)
 app.command()(certify_cmd.certify)
 app.command()(cluster_cmds.status)
 app.command()(cluster_cmds.down)
-app.command("exec")(cluster_cmds.exec_)
+app.command("exec")(exec_cmd.exec_)
 
 
 def _report(exc: ProvisionError) -> int:
     """Print a ProvisionError as one red line (plus spec findings) and return its exit code."""
     if isinstance(exc, SpecError) and exc.findings:
         print_findings(exc.findings)
-    err.print(f"[red]error:[/red] {escape(str(exc))}", markup=True, highlight=False)
+    err.print(Text.assemble(("error:", "red"), " ", str(exc)))
     return exc.exit_code
+
+
+def split_debug(args: list[str]) -> tuple[list[str], bool]:
+    """Take --debug out wherever it stands before `--`; what follows `--` (exec's command) is left untouched."""
+    end = args.index("--") if "--" in args else len(args)
+    before = [a for a in args[:end] if a != "--debug"]
+    return before + args[end:], len(before) < end
 
 
 @functools.cache
@@ -63,9 +88,7 @@ def _command() -> typer.core.TyperGroup:
 
 def run(argv: list[str] | None = None) -> None:
     """Entry point: run the app; ProvisionError -> one line on stderr, its exit code; no traceback unless --debug."""
-    args = sys.argv[1:] if argv is None else argv
-    debug = "--debug" in args
-    args = [a for a in args if a != "--debug"]  # accepted anywhere on the line
+    args, debug = split_debug(sys.argv[1:] if argv is None else argv)
     try:
         code = _command()(args=args, prog_name="provision", standalone_mode=False)
     except ProvisionError as exc:

@@ -5,16 +5,17 @@ import json
 import sys
 
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from provision.spec.findings import Finding
 
-# markup=False: text from specs, paths and nodes is printed as it is ("[/x]" is not a closing tag); a line that
-# uses markup passes markup=True and escapes every value it interpolates.
-out = Console(highlight=False, soft_wrap=True, markup=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
+# markup=False, emoji=False: text from specs, paths and nodes is printed as it is ("[/x]" is not a closing tag,
+# ":ok:" is not an emoji). A coloured line is a rich Text built from styled parts, never markup around a value
+# (markup escaping breaks on a trailing backslash).
+out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
-__all__ = ["err", "escape", "out", "print_findings", "print_json", "progress_printer"]
+__all__ = ["err", "out", "print_findings", "print_json", "progress_printer"]
 _SHOWN_FINDINGS = 200
 
 
@@ -27,7 +28,7 @@ def print_findings(findings: list[Finding]) -> None:
     """Every finding on its own line, errors in red, warnings in yellow (to stderr)."""
     for finding in findings[:_SHOWN_FINDINGS]:
         colour = "red" if finding.level == "error" else "yellow"
-        err.print(f"[{colour}]{escape(finding.render())}[/{colour}]", markup=True, highlight=False)
+        err.print(Text(finding.render(), style=colour))
     if len(findings) > _SHOWN_FINDINGS:
         err.print(f"... and {len(findings) - _SHOWN_FINDINGS} more finding(s); --json lists them all")
 
@@ -36,5 +37,5 @@ def progress_printer(quiet: bool):
     """A Progress callback that prints status lines unless quiet."""
     def emit(line: str) -> None:
         if not quiet:
-            err.print(f"[dim]-[/dim] {escape(line)}", markup=True, highlight=False)
+            err.print(Text.assemble(("-", "dim"), " ", line))
     return emit

@@ -6,8 +6,8 @@ from pathlib import Path
 import typer
 
 from provision import lifecycle
-from provision.cli.options import (FindingsJsonOpt, ForceOpt, InitOutputOpt, InventoryOutputOpt, NameOpt, ProviderOpt,
-                                   SpecArg)
+from provision.cli.options import (FindingsJsonOpt, ForceOpt, InitOutputOpt, InventoryOutputOpt, JsonOpt, NameOpt,
+                                   ProviderOpt, SpecArg)
 from provision.cli.output import err, out, print_findings, print_json
 from provision.errors import EXIT_BAD_INPUT, UsageError
 from provision.spec.example import example
@@ -54,7 +54,11 @@ def validate(spec: SpecArg, json_out: FindingsJsonOpt = False) -> None:
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
-def inventory(spec: SpecArg, output: InventoryOutputOpt) -> None:
-    """Render the Ansible inventory (hosts, groups, group_vars) for a spec."""
-    for path in lifecycle.write_inventory(load_spec(spec), output):
+def inventory(spec: SpecArg, output: InventoryOutputOpt, json_out: JsonOpt = False) -> None:
+    """Render the Ansible inventory (hosts, groups, group_vars) for a spec; print the files written."""
+    paths = lifecycle.write_inventory(load_spec(spec), output)
+    if json_out:
+        print_json({"files": [str(p) for p in paths]})
+        return
+    for path in paths:
         out.print(str(path))

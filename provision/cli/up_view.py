@@ -13,12 +13,13 @@ from provision.preflight.records import PreflightReport
 
 class TerminalUpView(UpView):
     """Quiet (--quiet, --json): no status lines, task lines instead of the live view, the certify table only on a
-    failure (on stderr)."""
+    failure (on stderr). With --json every stage's rendering goes to stderr, so stdout holds only the JSON."""
 
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self._print = progress_printer(quiet)
+    def __init__(self, quiet: bool, json_out: bool = False) -> None:
+        self.quiet = quiet or json_out
+        self._print = progress_printer(self.quiet)
         self._deploy: DeployWatch | None = None
+        self._console = err if json_out else out
 
     def line(self, text: str) -> None:
         self._print(text)
@@ -36,8 +37,8 @@ class TerminalUpView(UpView):
         if stage == "deploy" and self._deploy:
             self._deploy.stop()
         if isinstance(record, DeployResult):
-            recap(record)
+            recap(record, self._console)
         elif isinstance(record, PreflightReport) and record.failed_nodes:
-            preflight_view.render(record)
+            preflight_view.render(record, self._console)
         elif isinstance(record, CertifyRun) and (not record.ok or not self.quiet):
             certify_view.render(record, err if self.quiet else out)

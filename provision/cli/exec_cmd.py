@@ -1,0 +1,50 @@
+"""`provision exec`: run one command on one node or many, output folded per distinct result (like clush -b)."""
+from __future__ import annotations
+
+import typer
+
+from provision import lifecycle, remote
+from provision.cli.options import CommandArg, JsonOpt, NodesOpt, SpecArg
+from provision.cli.output import print_json
+from provision.remote import CommandResult, OutputBlock
+from provision.spec.loader import load_spec
+
+
+def exec_(spec: SpecArg, command: CommandArg, node: NodesOpt = [], json_out: JsonOpt = False) -> None:
+    """Run a command over SSH (host keys verified) on the controller, or on the nodes --node names, all at once.
+
+    The arguments after -- arrive as given: several are each quoted (exec SPEC -- bash -c 'echo a b'); a single
+    one is a shell command line (exec SPEC -- 'ls /dev | wc -l'). One node passes its output and exit status
+    through; several print one block per distinct output with the nodes that gave it, and exit with the highest
+    status."""
+    cluster = lifecycle.current_cluster(load_spec(spec))
+    nodes = remote.select_nodes(cluster, node)
+    results = remote.run_across(cluster, nodes, remote.command_line(command))
+    if json_out:
+        print_json({"rc": remote.worst_rc(results), "nodes": [_as_dict(r) for r in results]})
+    elif len(results) == 1:
+        _pass_through(results[0].stdout, results[0].stderr)
+    else:
+        for block in remote.fold(results):
+            show_block(block)
+    raise typer.Exit(remote.worst_rc(results))
+
+
+def _as_dict(result: CommandResult) -> dict:
+    """One node's result for --json."""
+    return {"node": result.node, "rc": result.rc, "stdout": result.stdout, "stderr": result.stderr}
+
+
+def show_block(block: OutputBlock) -> None:
+    """A header naming the nodes and their exit status, then the output they share (stderr on stderr)."""
+    rule = "-" * 15
+    typer.echo(f"{rule}\n{block.hostlist} ({len(block.nodes)} node{'s' * (len(block.nodes) > 1)}, "
+               f"exit {block.rc})\n{rule}")
+    _pass_through(block.stdout, block.stderr)
+
+
+def _pass_through(stdout: str, stderr: str) -> None:
+    """Output as the command wrote it: no markup, no added newline."""
+    typer.echo(stdout, nl=False)
+    if stderr:
+        typer.echo(stderr, nl=False, err=True)

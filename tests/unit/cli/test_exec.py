@@ -1,0 +1,160 @@
+"""`provision exec` across nodes: selection, quoting, parallel runs, folded output, --json and --debug after --."""
+from __future__ import annotations
+
+import json
+import shlex
+import threading
+
+import pytest
+from hypothesis import given, strategies as st
+
+from provision import remote
+from provision.cli import main
+from provision.errors import ConnectionFailure, UsageError
+from provision.records import ClusterInfo, NodeInfo
+from provision.remote import CommandResult
+
+
+def _node(name: str, group: str, *roles: str) -> NodeInfo:
+    return NodeInfo(name=name, group=group, roles=roles or ("compute",), address="127.0.0.1")
+
+
+CLUSTER = ClusterInfo(name="demo", provider="static", nodes=(
+    _node("ctl01", "ctl", "controller"), *(_node(f"compute0{i}", "compute") for i in (1, 2, 3)),
+    _node("gpu01", "gpu"), _node("gpu02", "gpu")))
+
+
+def _names(nodes) -> list[str]:
+    return [n.name for n in nodes]
+
+
+@pytest.mark.parametrize("selectors, expected", [
+    ([], ["ctl01"]),
+    (["compute[01-03]"], ["compute01", "compute02", "compute03"]),
+    (["gpu"], ["gpu01", "gpu02"]),
+    (["gpu02", "compute[02,01]"], ["compute01", "compute02", "gpu02"]),
+    (["gpu", "gpu01"], ["gpu01", "gpu02"]),
+    (["ctl01,gpu02"], ["ctl01", "gpu02"]),
+])
+def test_node_selectors_expand_to_cluster_nodes_in_cluster_order(selectors, expected):
+    assert _names(remote.select_nodes(CLUSTER, selectors)) == expected
+
+
+@pytest.mark.parametrize("selector, words", [
+    ("compute[01-99]", "stands for 99 names"), ("compute[01-04]", "'compute04' is not a node"), ("compute09", "'compute09' is not a node of demo"),
+    ("gpu_a", "not a valid hostlist expression"), ("compute[1-", "not a valid hostlist expression"),
+])
+def test_a_selector_naming_no_node_is_a_usage_error(selector, words):
+    with pytest.raises(UsageError, match=r"^--node: ") as caught:
+        remote.select_nodes(CLUSTER, [selector])
+    assert words in str(caught.value)
+
+
+def test_several_arguments_are_each_quoted():
+    assert remote.command_line(["bash", "-c", "echo a b"]) == "bash -c 'echo a b'"
+    assert remote.command_line(["printf", "%s\n", "$HOME", "a;b", "it's"]) == \
+        "printf '%s\n' '$HOME' 'a;b' 'it'\"'\"'s'"
+
+
+def test_one_argument_is_a_shell_command_line_as_written():
+    assert remote.command_line(["ls /dev | wc -l"]) == "ls /dev | wc -l"
+
+
+def test_no_command_is_a_usage_error():
+    with pytest.raises(UsageError):
+        remote.command_line([])
+
+
+@given(st.lists(st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")), min_size=2))
+def test_quoted_arguments_split_back_to_themselves(argv):
+    assert shlex.split(remote.command_line(argv)) == argv
+
+
+def test_nodes_run_at_the_same_time_and_results_keep_node_order():
+    nodes = remote.select_nodes(CLUSTER, ["compute", "gpu"])
+    together = threading.Barrier(len(nodes), timeout=5)  # breaks unless every node's run is under way at once
+
+    def runner(cluster, node, command):
+        together.wait()
+        return CommandResult(node.name, 0, f"{node.name}: {command}\n", "")
+    results = remote.run_across(CLUSTER, nodes, "uptime", runner)
+    assert [r.stdout for r in results] == [f"{n.name}: uptime\n" for n in nodes]
+
+
+def test_an_unreachable_node_gives_255_and_the_others_still_run():
+    def runner(cluster, node, command):
+        if node.name == "gpu01":
+            raise ConnectionFailure("gpu01: connection refused", hint="is sshd running?")
+        return CommandResult(node.name, 0, "ok\n", "")
+    results = remote.run_across(CLUSTER, remote.select_nodes(CLUSTER, ["gpu"]), "true", runner)
+    assert [(r.rc, r.stdout, r.stderr) for r in results] == [
+        (255, "", "gpu01: connection refused; is sshd running?\n"), (0, "ok\n", "")]
+    assert remote.worst_rc(results) == 255
+
+
+def test_identical_outcomes_fold_into_one_block_with_a_hostlist():
+    results = [CommandResult("compute01", 0, "5.15\n", ""), CommandResult("compute02", 0, "6.1\n", ""),
+               CommandResult("compute03", 0, "5.15\n", ""), CommandResult("gpu01", 1, "5.15\n", ""),
+               CommandResult("gpu02", 0, "5.15\n", "")]
+    blocks = remote.fold(results)
+    assert [(b.hostlist, b.rc, b.stdout) for b in blocks] == [
+        ("compute[01,03],gpu02", 0, "5.15\n"), ("compute02", 0, "6.1\n"), ("gpu01", 1, "5.15\n")]
+    assert remote.worst_rc(results) == 1 and remote.worst_rc([]) == 0
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--debug", "plan", "x"], (["plan", "x"], True)),
+    (["exec", "x", "--debug", "--", "prog", "--debug"], (["exec", "x", "--", "prog", "--debug"], True)),
+    (["exec", "x", "--", "prog", "--debug"], (["exec", "x", "--", "prog", "--debug"], False)),
+    (["plan", "x"], (["plan", "x"], False)),
+])
+def test_debug_is_taken_out_only_before_the_double_dash(argv, expected):
+    assert main.split_debug(argv) == expected
+
+
+@pytest.fixture()
+def fake_ssh(monkeypatch, tmp_path):
+    """A static spec whose nodes answer through a fake runner (no SSH); returns the spec path and the calls."""
+    spec = tmp_path / "c.yaml"
+    monkeypatch.setenv("PROVISION_STATE_DIR", str(tmp_path / "state"))
+    with pytest.raises(SystemExit):
+        main.run(["init", "-p", "static", "-o", str(spec)])
+    calls: list[tuple[str, str]] = []
+
+    def runner(cluster, node, command):
+        calls.append((node.name, command))
+        return CommandResult(node.name, 2 if node.name == "gpu02" else 0, f"kernel 6.1 {command}\n",
+                             "warn\n" if node.name == "gpu02" else "")
+    monkeypatch.setattr(remote, "run_on", runner)
+    return spec, calls
+
+
+def _run_cli(*argv: str) -> int:
+    with pytest.raises(SystemExit) as done:
+        main.run(list(argv))
+    return done.value.code
+
+
+def test_exec_folds_output_and_exits_with_the_worst_status(fake_ssh, capsys):
+    spec, calls = fake_ssh
+    code = _run_cli("exec", str(spec), "--node", "gpu[01-03]", "-n", "head01", "--", "bash", "-c", "echo a b")
+    shown = capsys.readouterr()
+    assert code == 2
+    assert sorted(calls) == [(n, "bash -c 'echo a b'") for n in ("gpu01", "gpu02", "gpu03", "head01")]
+    assert "gpu[01,03],head01 (3 nodes, exit 0)\n---------------\nkernel 6.1 bash -c 'echo a b'\n" in shown.out
+    assert "gpu02 (1 node, exit 2)" in shown.out and shown.err == "warn\n"
+
+
+def test_exec_on_one_node_passes_output_through_and_keeps_debug_after_the_double_dash(fake_ssh, capsys):
+    spec, calls = fake_ssh
+    assert _run_cli("exec", str(spec), "--debug", "-n", "gpu01", "--", "prog", "--debug") == 0
+    assert calls == [("gpu01", "prog --debug")]
+    assert capsys.readouterr().out == "kernel 6.1 prog --debug\n"
+
+
+def test_exec_json_gives_each_node_its_status_and_output(fake_ssh, capsys):
+    spec, _ = fake_ssh
+    assert _run_cli("exec", str(spec), "-n", "gpu[01-02]", "--json", "--", "uname") == 2
+    assert json.loads(capsys.readouterr().out) == {"rc": 2, "nodes": [
+        {"node": "gpu01", "rc": 0, "stdout": "kernel 6.1 uname\n", "stderr": ""},
+        {"node": "gpu02", "rc": 2, "stdout": "kernel 6.1 uname\n", "stderr": "warn\n"}]}
