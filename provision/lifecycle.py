@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from provision import change, converge, hardware, inventory, slurm_admin
+from provision import change, clusters, converge, hardware, inventory, slurm_admin
 from provision.certify.control.run import CertifyOptions, CertifyRun, certify as run_certify
 from provision.deploy import engine
 from provision.deploy.events import OnUpdate, PlayProgress
@@ -174,6 +174,7 @@ class UpOptions:
     skip: tuple[str, ...] = ()  # stages not to run at all (preflight, certify)
     drain_timeout_s: float = slurm_admin.DEFAULT_DRAIN_TIMEOUT_S  # how long nodes to remove may finish their jobs
     force: bool = False  # cancel the jobs still running on nodes to remove at the drain timeout
+    source: Path | None = None  # the spec file: a copy is kept in the state, so the cluster's name finds it
 
 
 @dataclass
@@ -285,6 +286,8 @@ def up(spec: ClusterSpec, options: UpOptions = UpOptions(), view: UpView | None 
         before = change.load_applied(provider.state)
         planned = [n.name for n in planned_nodes(spec)]
         _refuse_impossible_change(before, spec)
+        if options.source is not None:
+            clusters.remember_spec(spec, options.source)
         for stage in options.redo:
             provider.state.mark_stage(stage, done=False)
         skipped = [s for s in STAGES if s not in ALWAYS and (s in options.skip or _covered(provider.state, s, planned))]

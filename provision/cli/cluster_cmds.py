@@ -7,7 +7,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from provision import lifecycle
+from provision import clusters, lifecycle
 from provision.cli.options import (DrainTimeoutOpt, ForceOpt, JsonOpt, OrphansOpt, QuietOpt, RedoOpt, SkipCertifyOpt,
                                    SkipPreflightOpt, SpecArg)
 from provision.cli.output import err, out, print_json, progress_printer
@@ -63,6 +63,19 @@ def _print_change(diff) -> None:
     out.print(diff.summary())
 
 
+def list_(json_out: JsonOpt = False) -> None:
+    """The clusters brought up on this machine (under the state root): provider, nodes, last certify verdict; each can
+    be named instead of its spec file (`provision status NAME`)."""
+    found = clusters.known()
+    if json_out:
+        print_json({"clusters": [c.as_dict() for c in found]})
+        return
+    table = Table("cluster", "provider", "nodes", "last certify", "spec copy", title="clusters")
+    for item in found:
+        table.add_row(item.name, item.provider, str(item.nodes), item.certified, item.spec)
+    out.print(table)
+
+
 def status(spec: SpecArg, json_out: JsonOpt = False) -> None:
     """List the cluster's nodes with address and state."""
     cluster = lifecycle.status(load_spec(spec))
@@ -104,7 +117,8 @@ def up(
     """Create the nodes, preflight them, render the inventory, deploy and certify (resumable); on a running cluster
     whose spec changed: add the new nodes (held until certify passes), drain and remove the ones it no longer names."""
     skip = tuple(s for s, off in (("preflight", skip_preflight), ("certify", skip_certify)) if off)
-    options = lifecycle.UpOptions(redo=tuple(redo), skip=skip, drain_timeout_s=drain_timeout, force=force)
+    options = lifecycle.UpOptions(redo=tuple(redo), skip=skip, drain_timeout_s=drain_timeout, force=force,
+                                  source=spec)
     result = lifecycle.up(load_spec(spec), options, TerminalUpView(quiet, json_out))
     if json_out:
         print_json({"cluster": result.cluster.model_dump(mode="json"), "ran": result.ran, "skipped": result.skipped})

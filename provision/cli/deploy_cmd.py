@@ -5,9 +5,9 @@ import typer
 
 from provision import lifecycle
 from provision.cli.deploy_view import DeployWatch, recap
-from provision.cli.options import CheckOpt, JsonOpt, LimitOpt, QuietOpt, RetryOpt, SpecArg, TagsOpt
+from provision.cli.options import CheckOpt, JsonOpt, KeepRunsOpt, LimitOpt, QuietOpt, RetryOpt, SpecArg, TagsOpt
 from provision.cli.output import print_json
-from provision.deploy.engine import DeployOptions
+from provision.deploy.engine import KEEP_RUNS, DeployOptions
 from provision.errors import EXIT_CHANGES, EXIT_FAILED
 from provision.spec.loader import load_spec
 
@@ -18,6 +18,7 @@ def deploy(
     limit: LimitOpt = None,
     check: CheckOpt = False,
     retry_failed: RetryOpt = False,
+    keep_runs: KeepRunsOpt = KEEP_RUNS,
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -25,7 +26,7 @@ def deploy(
 
     With --check nothing changes: it lists per host the tasks a real run would change and exits 4 when there
     are any (the cluster drifted from the spec), 0 when there are none."""
-    options = DeployOptions(tags=tags, limit=limit, check=check, retry_failed=retry_failed)
+    options = DeployOptions(tags=tags, limit=limit, check=check, retry_failed=retry_failed, keep_runs=keep_runs)
     with DeployWatch(quiet, json_out) as watch:
         result = lifecycle.deploy(load_spec(spec), options, watch.update)
     if json_out:

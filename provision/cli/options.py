@@ -6,10 +6,17 @@ from typing import Annotated
 
 import typer
 
+from provision import clusters
 from provision.lifecycle import provider_names
 
 
-SpecArg = Annotated[Path, typer.Argument(help="the cluster spec (YAML)", show_default=False)]
+def _spec_or_name(value: Path) -> Path:
+    """A spec file, or the name of a cluster this machine brought up (its spec copy in the state)."""
+    return clusters.resolve(value) if value is not None else value
+
+
+SpecArg = Annotated[Path, typer.Argument(help="the cluster spec (YAML), or the name of a cluster brought up here",
+                                         show_default=False, callback=_spec_or_name)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
 FindingsJsonOpt = Annotated[bool, typer.Option("--json", help="findings as JSON")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines (CI logs)")]
@@ -45,6 +52,8 @@ TagsOpt = Annotated[str | None, typer.Option("--tags", help="only roles/tasks wi
 LimitOpt = Annotated[str | None, typer.Option("--limit", help="only these hosts (Ansible pattern)")]
 CheckOpt = Annotated[bool, typer.Option("--check", help="plan: check mode with diff, change nothing")]
 RetryOpt = Annotated[bool, typer.Option("--retry-failed", help="rerun only last run's failed hosts")]
+KeepRunsOpt = Annotated[int, typer.Option("--keep-runs", min=1,
+                                          help="Ansible run folders kept under the state's runs/ (the newest)")]
 # certify
 LevelOpt = Annotated[str, typer.Option("--level", "-l", help="quick (under a minute), standard (GPU benchmarks, "
                                                              "NCCL; ~10 min), full (burn-in)")]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from provision.state import ClusterState
 
 SITE_PLAYBOOK = "site.yml"
 WOULD_RUN_FILE = "would_run.jsonl"  # written by playbooks/callback_plugins/gpu_provision_would_run.py
+KEEP_RUNS = 20  # run folders kept under runs/ (about 5 MB per 4-node deploy)
 
 
 @dataclass
@@ -34,6 +36,7 @@ class DeployOptions:
     retry_failed: bool = False
     playbook: str = SITE_PLAYBOOK
     render_inventory: bool = True  # False: the caller rendered it for this cluster just before (`up`)
+    keep_runs: int = KEEP_RUNS  # run artifact folders kept under the state's runs/ (the newest; this run included)
 
 
 def _limit(state: ClusterState, options: DeployOptions) -> str | None:
@@ -55,6 +58,17 @@ def _read_would_run(path: Path) -> list[tuple[str, str]]:
         return []
     records = [json.loads(line) for line in lines if line.strip()]
     return [(r["host"], r["task"]) for r in records]
+
+
+def prune_runs(runs_dir: Path, keep: int) -> list[Path]:
+    """Remove all but the newest `keep` run folders (their names sort by time); the folders removed."""
+    if not runs_dir.is_dir():
+        return []
+    runs = sorted(p for p in runs_dir.iterdir() if p.is_dir() and not p.is_symlink())
+    old = runs[:max(len(runs) - keep, 0)]
+    for folder in old:
+        shutil.rmtree(folder, ignore_errors=True)
+    return old
 
 
 def _run_dir_name(options: DeployOptions) -> str:
@@ -88,6 +102,7 @@ def _deploy(spec: ClusterSpec, cluster: ClusterInfo, state: ClusterState, option
     if options.render_inventory:
         write_inventory(spec, cluster, state)
     private_dir = state.runs_dir / _run_dir_name(options)
+    prune_runs(state.runs_dir, max(options.keep_runs - 1, 0))  # room for this run
     would_run = private_dir / WOULD_RUN_FILE
     run = PlaybookRun(
         private_data_dir=private_dir,
