@@ -75,24 +75,21 @@ def plan(spec: ClusterSpec) -> Plan:
 def plan_change(spec: ClusterSpec) -> change.ChangePlan:
     """What `up` would change on the running cluster: nodes to add, remove or change, the cluster-wide lines that
     follow, and on priced providers the hourly cost before and after; no side effects."""
-    provider = get_provider(spec)
+    provider, planned = get_provider(spec), planned_cluster(spec)
     old = change.load_applied(provider.state)
-    new = planned_cluster(spec).nodes
-    if old is not None and provider.state.exists():
-        new = tuple(_with_known_address(n, old) for n in new)
+    new = tuple(_with_known_address(n, old or []) for n in planned.nodes)
     nodes = change.unfinished(change.diff_nodes(old, list(new)), provider.state.stage_nodes("deploy"),
-                              converge.held(provider.state, planned_cluster(spec)))
-    result = change.ChangePlan(running=old is not None, nodes=nodes)
+                              converge.held(provider.state, planned))
+    result = change.ChangePlan(running=old is not None, nodes=nodes, hourly_after=provider.hourly_cost(list(new)))
     if old is not None:
-        recorded = hardware.load(provider.state)
-        before = planned_cluster(spec).model_copy(update={"nodes": tuple(old)})
-        result.files = change.diff_files(before, before.model_copy(update={"nodes": new}), recorded)
-        result.hourly_before = provider.hourly_cost(list(old))
-    result.hourly_after = provider.hourly_cost(list(new))
+        before = planned.model_copy(update={"nodes": tuple(old)})
+        result.files = change.diff_files(before, planned.model_copy(update={"nodes": new}),
+                                         hardware.load(provider.state))
+        result.hourly_before = provider.hourly_cost(old)
     return result
 
 
-def _with_known_address(node, old):
+def _with_known_address(node: NodeInfo, old: list[NodeInfo]) -> NodeInfo:
     """A planned node with the address its running twin has, where the provider assigns addresses itself."""
     twin = next((o for o in old if o.name == node.name), None)
     return node.model_copy(update={"address": twin.address}) if twin and node.address is None else node
