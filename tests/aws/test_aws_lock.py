@@ -20,10 +20,11 @@ from provision.state import ClusterState
 
 pytestmark = pytest.mark.aws
 
-# Import everything first, then wait for the start file, so both processes reach the lock together.
+# Import everything first, say so, then wait for the start file, so both processes reach the lock together.
 AT_THE_SIGNAL = """\
 import os, sys, time
 from provision.cli.main import run
+open(sys.argv[1] + ".ready-" + str(os.getpid()), "w").close()
 while not os.path.exists(sys.argv[1]):
     time.sleep(0.005)
 run(sys.argv[2:])
@@ -47,7 +48,10 @@ def test_two_concurrent_up_make_the_cluster_once(tmp_path, raw):
     command = [sys.executable, "-c", AT_THE_SIGNAL, str(go), "up", str(spec), "--quiet"]
     processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ)
                  for _ in range(2)]
-    time.sleep(3)  # both have imported the tool and are polling for the start file
+    deadline = time.monotonic() + 120  # a loaded machine imports slowly: wait until both say they are ready
+    while len(list(tmp_path.glob("go.ready-*"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(list(tmp_path.glob("go.ready-*"))) == 2, "the two processes did not start"
     go.touch()
     outcomes = [(p.pid, *p.communicate(timeout=300), p.returncode) for p in processes]
 
