@@ -14,6 +14,7 @@ import json
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -104,7 +105,7 @@ def _acquire(path: Path, cluster: str, operation: str, progress: Callable[[str],
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = _read(fd)
+        holder = _current_holder(fd)
         os.close(fd)
         who = holder.describe() if holder else "another command"
         raise ClusterBusyError(f"cluster '{cluster}' is busy: {who} holds its lock",
@@ -115,6 +116,30 @@ def _acquire(path: Path, cluster: str, operation: str, progress: Callable[[str],
     holder = Holder(operation, os.getpid(), socket.gethostname(), datetime.now().astimezone().isoformat("T", "seconds"))
     _write(fd, holder)
     return _Held(fd, threading.get_ident(), holder)
+
+
+def _current_holder(fd: int, wait_s: float = 2.0) -> Holder | None:
+    """The live holder's record: a holder that has just taken the lock writes it a moment later, and until then the
+    file is empty or still names the dead process it takes over from; read again for a little while."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        holder = _read(fd)
+        if (holder is not None and _alive(holder)) or time.monotonic() >= deadline:
+            return holder
+        time.sleep(0.02)
+
+
+def _alive(holder: Holder) -> bool:
+    """Whether the recorded process still runs (a holder on another host is taken as alive)."""
+    if holder.host != socket.gethostname():
+        return True
+    try:
+        os.kill(holder.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _open(path: Path) -> int:

@@ -135,3 +135,37 @@ def test_commands_that_change_nothing_do_not_wait_for_the_lock(tmp_path, state, 
     for argv in (["validate"], ["plan"], ["status"], ["inventory", "-o", str(tmp_path / "inv")]):
         code, err = _cli(argv[0], str(spec), *argv[1:])
         assert code == 0, (argv, err)
+
+
+# A holder that has taken the flock but writes its record only later, over the record of a dead process: the
+# moment in which a second command used to say "another command holds its lock" instead of naming the holder.
+SLOW_WRITER = """\
+import fcntl, json, os, socket, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+os.pwrite(fd, json.dumps({"operation": "up", "pid": int(sys.argv[2]), "host": socket.gethostname(),
+                          "started": "2026-01-01T00:00:00+00:00"}).encode(), 0)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("locked", flush=True)
+time.sleep(0.5)
+os.ftruncate(fd, 0)
+os.pwrite(fd, json.dumps({"operation": "deploy", "pid": os.getpid(), "host": socket.gethostname(),
+                          "started": "2026-01-01T00:00:01+00:00"}).encode(), 0)
+time.sleep(120)
+"""
+
+
+def test_a_holder_that_has_not_written_its_record_yet_is_still_named(tmp_path):
+    state = ClusterState(tmp_path, "race")
+    path = lock_path(state)
+    path.parent.mkdir(parents=True, mode=0o700)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    holder = subprocess.Popen([sys.executable, "-c", SLOW_WRITER, str(path), dead.stdout.strip()],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(ClusterBusyError, match=f"`provision deploy` \\(PID {holder.pid} "):
+            with cluster_lock(state, "up"):
+                pass
+    finally:
+        holder.kill()  # the process this test started
+        holder.wait()
