@@ -7,11 +7,14 @@ import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
-from provision.spec.model import ClusterSpec
 from provision.state import ClusterState, state_root, write_private
+
+if TYPE_CHECKING:  # a type only: naming and listing clusters (shell completion too) loads no spec model
+    from provision.spec.model import ClusterSpec
 
 SPEC_COPY = "spec.yaml"  # in the cluster's state directory, 0600
 NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}$")  # a cluster name as the spec allows it (spec.model)
@@ -50,9 +53,18 @@ def resolve(argument: Path, root: Path | None = None) -> Path:
 
 def known(root: Path | None = None) -> list[ClusterSummary]:
     """Every cluster with a spec copy under the state root, by name."""
+    return [_summary(copy) for copy in _copies(root)]
+
+
+def names(root: Path | None = None) -> list[str]:
+    """The names of the known clusters, sorted; reads no file (shell completion asks for them)."""
+    return [copy.parent.name for copy in _copies(root)]
+
+
+def _copies(root: Path | None) -> list[Path]:
+    """The spec copies under the state root, by cluster name."""
     folder = state_root(root) / "clusters"
-    found = sorted(p for p in folder.glob(f"*/{SPEC_COPY}") if p.is_file()) if folder.is_dir() else []
-    return [_summary(copy) for copy in found]
+    return sorted(p for p in folder.glob(f"*/{SPEC_COPY}") if p.is_file()) if folder.is_dir() else []
 
 
 def _summary(copy: Path) -> ClusterSummary:

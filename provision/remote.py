@@ -41,13 +41,17 @@ def pick_node(cluster: ClusterInfo, name: str | None) -> NodeInfo:
 
 
 def ssh_target(cluster: ClusterInfo, node: NodeInfo) -> ssh.SshTarget:
-    """How to log in to a node: the cluster key, its known_hosts, and the jump host when the provider set one."""
+    """How to log in to a node: the cluster key, its known_hosts, and the jump host when the provider set one.
+
+    As in the inventory, port 22 counts as not set, so the user's ssh config may name another (ssh.connect applies
+    the config)."""
     jump = None
     if cluster.vars.get("ssh_jump_host") and node.address != cluster.vars["ssh_jump_host"]:
-        jump = ssh.SshTarget(host=cluster.vars["ssh_jump_host"], port=22, user=cluster.ssh_user,
+        jump = ssh.SshTarget(host=cluster.vars["ssh_jump_host"], port=None, user=cluster.ssh_user,
                              key_path=cluster.ssh_key_path, known_hosts_path=cluster.known_hosts_path)
-    return ssh.SshTarget(host=node.address or node.name, port=node.ssh_port, user=cluster.ssh_user,
-                         key_path=cluster.ssh_key_path, known_hosts_path=cluster.known_hosts_path, jump=jump)
+    return ssh.SshTarget(host=node.address or node.name, port=None if node.ssh_port == 22 else node.ssh_port,
+                         user=cluster.ssh_user, key_path=cluster.ssh_key_path,
+                         known_hosts_path=cluster.known_hosts_path, jump=jump)
 
 
 def run_on(cluster: ClusterInfo, node: NodeInfo, command: str, timeout: float = 300.0) -> CommandResult:

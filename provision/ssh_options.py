@@ -4,9 +4,13 @@ Ansible splits `ansible_ssh_common_args` with shlex and hands the words to ssh; 
 `sh -c` after expanding its % tokens. So every word is shell-quoted twice over where it has to be, a literal '%'
 is doubled, and a path that ssh would read specially in an option (spaces, quotes, '%', '$', '~') is refused
 instead of being passed on.
+
+ssh reads the user's ~/.ssh/config itself; $PROVISION_SSH_CONFIG names another file (empty: none) for Ansible's
+ssh (`-F`) and the tool's own (provision.adaptors.ssh_config) alike.
 """
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from ipaddress import ip_address
@@ -18,6 +22,23 @@ from provision.records import ClusterInfo
 
 _OPTION_PATH = re.compile(r"/[A-Za-z0-9._/+@,=:-]*")
 _USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+CONFIG_ENV = "PROVISION_SSH_CONFIG"
+
+
+def config_path() -> Path | None:
+    """The user's ssh config file: $PROVISION_SSH_CONFIG (empty: none), else ~/.ssh/config."""
+    chosen = os.environ.get(CONFIG_ENV)
+    if chosen is None:
+        return Path("~/.ssh/config").expanduser()
+    return Path(chosen).expanduser() if chosen else None
+
+
+def config_args() -> list[str]:
+    """`-F FILE` when $PROVISION_SSH_CONFIG names the config (`-F none` when empty); nothing otherwise."""
+    if os.environ.get(CONFIG_ENV) is None:
+        return []
+    path = config_path()
+    return ["-F", option_path(path) if path else "none"]
 
 
 def option_path(path: Path) -> str:
@@ -35,7 +56,8 @@ def common_args(cluster: ClusterInfo) -> str | None:
     """ansible_ssh_common_args: host keys checked, and a verifying ProxyCommand where the provider set a jump host."""
     if cluster.known_hosts_path is None:
         return None
-    words = ["-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={option_path(cluster.known_hosts_path)}"]
+    words = [*config_args(), "-o", "StrictHostKeyChecking=yes",
+             "-o", f"UserKnownHostsFile={option_path(cluster.known_hosts_path)}"]
     jump = cluster.vars.get("ssh_jump_host")
     if jump:
         words += ["-o", f"ProxyCommand={proxy_command(cluster, jump)}"]
@@ -44,7 +66,7 @@ def common_args(cluster: ClusterInfo) -> str | None:
 
 def proxy_command(cluster: ClusterInfo, jump: str) -> str:
     """The inner ssh to the jump host (ProxyCommand, not ProxyJump: it must verify the jump host the same way)."""
-    argv = ["ssh", "-o", "StrictHostKeyChecking=yes",
+    argv = ["ssh", *config_args(), "-o", "StrictHostKeyChecking=yes",
             "-o", f"UserKnownHostsFile={option_path(cluster.known_hosts_path)}"]
     if cluster.ssh_key_path is not None:
         argv += ["-i", option_path(cluster.ssh_key_path)]

@@ -10,9 +10,12 @@ import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from provision.errors import StateError
-from provision.spec.model import ClusterSpec
+
+if TYPE_CHECKING:  # a type only: the state's paths never need the spec's models (the CLI starts without pydantic)
+    from provision.spec.model import ClusterSpec
 
 ENV_STATE_DIR = "PROVISION_STATE_DIR"
 

@@ -1,26 +1,17 @@
-"""The one place paramiko is used: connect with host-key checking on, run commands, one message per failure."""
+"""The one place paramiko connects: host-key checking on, the user's ssh config applied (ssh_config), commands
+run, one message per failure."""
 from __future__ import annotations
 
 import errno
 import socket
-from dataclasses import dataclass
 from pathlib import Path
 
 import paramiko
 
+from provision.adaptors.ssh_config import SshTarget, resolve
 from provision.errors import ConnectionFailure
 
-
-@dataclass(frozen=True)
-class SshTarget:
-    """Where and how to log in to one node."""
-
-    host: str  # address or resolvable name
-    port: int
-    user: str
-    key_path: Path
-    known_hosts_path: Path
-    jump: "SshTarget | None" = None  # reach the host through this one (nodes without a public address)
+__all__ = ["SshTarget", "connect", "run"]
 
 
 class _RecordNewHostKey(paramiko.MissingHostKeyPolicy):
@@ -39,7 +30,13 @@ class _RecordNewHostKey(paramiko.MissingHostKeyPolicy):
 
 def _known_name(target: SshTarget) -> str:
     """The name known_hosts uses: host, or [host]:port for a non-standard port."""
-    return target.host if target.port == 22 else f"[{target.host}]:{target.port}"
+    return target.host if target.port in (22, None) else f"[{target.host}]:{target.port}"
+
+
+def _where(target: SshTarget) -> str:
+    """host:port in messages, with the name the config turned into that host."""
+    where = f"{target.host}:{target.port or 22}"
+    return f"{where} ({target.alias} in your ssh config)" if target.alias else where
 
 
 def _load_key(path: Path) -> paramiko.PKey:
@@ -66,51 +63,81 @@ def _jump_channel(target: SshTarget, accept_new_host_keys: bool, timeout: float)
     """A direct-tcpip channel to the target through its jump host (itself verified), or None."""
     if target.jump is None:
         return None, None
-    jump_client = connect(target.jump, accept_new_host_keys, timeout)
+    jump_client = _open(target.jump, accept_new_host_keys, timeout)
     try:
         channel = jump_client.get_transport().open_channel("direct-tcpip", (target.host, target.port),
                                                             ("127.0.0.1", 0), timeout=timeout)
     except (paramiko.SSHException, OSError) as exc:
         jump_client.close()
-        raise ConnectionFailure(f"{target.host}:{target.port}: unreachable through jump host {target.jump.host} ({exc})",
+        raise ConnectionFailure(f"{_where(target)}: unreachable through jump host {target.jump.host} ({exc})",
                                 hint="is the node up, and can the jump host reach it?") from None
     return jump_client, channel
 
 
+def _proxy(target: SshTarget) -> paramiko.ProxyCommand | None:
+    """The config's ProxyCommand as a socket, run without a shell (paramiko splits it into arguments)."""
+    if target.proxy_command is None:
+        return None
+    try:
+        return paramiko.ProxyCommand(target.proxy_command)
+    except (paramiko.SSHException, OSError, ValueError) as exc:
+        raise ConnectionFailure(f"{_where(target)}: the ProxyCommand of your ssh config did not start ({exc})",
+                                hint="check ProxyCommand (it runs without a shell: no pipes or `exec`)") from None
+
+
 def connect(target: SshTarget, accept_new_host_keys: bool = False, timeout: float = 10.0) -> paramiko.SSHClient:
-    """Open an authenticated session; every failure becomes a ConnectionFailure with one clear message."""
+    """Open an authenticated session to the target as the user's ssh config changes it (ssh_config.resolve);
+    every failure becomes a ConnectionFailure with one clear message."""
+    return _open(resolve(target), accept_new_host_keys, timeout)
+
+
+def _open(target: SshTarget, accept_new_host_keys: bool, timeout: float) -> paramiko.SSHClient:
+    """Open a session to a resolved target, through its jump hosts or ProxyCommand."""
     jump_client, channel = _jump_channel(target, accept_new_host_keys, timeout)
     client = _Client()
     client.jump = jump_client
-    if target.known_hosts_path.exists():
-        client.load_host_keys(str(target.known_hosts_path))
+    _load_host_keys(client, target)
     client.set_missing_host_key_policy(
         _RecordNewHostKey(target.known_hosts_path) if accept_new_host_keys else paramiko.RejectPolicy())
     try:
         client.connect(target.host, port=target.port, username=target.user, pkey=_load_key(target.key_path),
+                       key_filename=[str(p) for p in target.identity_files] or None,
                        timeout=timeout, banner_timeout=timeout, auth_timeout=timeout,
-                       allow_agent=False, look_for_keys=False, sock=channel)
+                       allow_agent=False, look_for_keys=False, sock=channel or _proxy(target))
     except BaseException as exc:
         client.close()
         raise _translate(exc, target) from None
     return client
 
 
+def _load_host_keys(client: paramiko.SSHClient, target: SshTarget) -> None:
+    """The cluster's known_hosts (where new keys are recorded) and, read only, the user's for a config jump host."""
+    for path in target.user_known_hosts:
+        if path.is_file():
+            client.load_system_host_keys(str(path))
+    if target.known_hosts_path.exists():
+        client.load_host_keys(str(target.known_hosts_path))
+
+
 def _translate(exc: BaseException, target: SshTarget) -> ConnectionFailure:
     """Map socket and paramiko exceptions to one message each."""
-    where = f"{target.host}:{target.port}"
+    where = _where(target)
     if isinstance(exc, ConnectionFailure):
         return exc
     if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
         exc = next(iter(exc.errors.values()), exc)  # paramiko wraps the socket error of each address tried
     if isinstance(exc, socket.gaierror):
-        return ConnectionFailure(f"{target.host}: name does not resolve", hint="check DNS or /etc/hosts, or use an address")
+        name = f"{target.host} ({target.alias} in your ssh config)" if target.alias else target.host
+        return ConnectionFailure(f"{name}: name does not resolve", hint="check DNS or /etc/hosts, or use an address")
     if isinstance(exc, ConnectionRefusedError) or getattr(exc, "errno", None) == errno.ECONNREFUSED:
         return ConnectionFailure(f"{where}: connection refused", hint="is sshd running and listening on that port?")
     if getattr(exc, "errno", None) in (errno.EHOSTUNREACH, errno.ENETUNREACH):
         return ConnectionFailure(f"{where}: unreachable (no route to host)", hint="is the node up and on the network?")
     if isinstance(exc, (socket.timeout, TimeoutError)) or "timed out" in str(exc):
         return ConnectionFailure(f"{where}: timed out", hint="is the node up and reachable (routing, firewall)?")
+    if isinstance(exc, paramiko.ProxyCommandFailure):
+        return ConnectionFailure(f"{where}: the ProxyCommand of your ssh config failed ({exc.error})",
+                                 hint="run that command by hand to see why")
     if isinstance(exc, paramiko.BadHostKeyException):
         return ConnectionFailure(f"{where}: host key changed (possible man-in-the-middle, or the node was reinstalled)",
                                  hint=f"if the change is expected: ssh-keygen -f {target.known_hosts_path} -R "

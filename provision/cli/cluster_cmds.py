@@ -7,19 +7,22 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from provision import clusters, lifecycle
-from provision.cli.options import (DrainTimeoutOpt, ForceOpt, JsonOpt, OrphansOpt, QuietOpt, RedoOpt, SkipCertifyOpt,
-                                   SkipPreflightOpt, SpecArg)
+from provision import clusters
+from provision.cli.options import (DRAIN_TIMEOUT_S, DrainTimeoutOpt, ForceOpt, JsonOpt, OrphansOpt, QuietOpt, RedoOpt,
+                                   SkipCertifyOpt, SkipPreflightOpt, SpecArg)
 from provision.cli.output import err, out, print_json, progress_printer
-from provision.cli.up_view import TerminalUpView
 from provision.errors import EXIT_CHANGES, EXIT_FAILED
-from provision.slurm_admin import DEFAULT_DRAIN_TIMEOUT_S
-from provision.spec.loader import load_spec
+
+# Each command imports the library (lifecycle, the spec loader) when it runs, not when the CLI starts
+# (tests/unit/cli/test_startup.py).
 
 
 def plan(spec: SpecArg, json_out: JsonOpt = False) -> None:
     """Show what `up` would create and its hourly cost or, on a running cluster, the nodes it would add, remove or
     change and the cluster-wide lines that follow; changes nothing. Exit 4 when a running cluster would change."""
+    from provision import lifecycle
+    from provision.spec.loader import load_spec
+
     loaded = load_spec(spec)
     result, diff = lifecycle.plan(loaded), lifecycle.plan_change(loaded)
     if json_out:
@@ -78,6 +81,9 @@ def list_(json_out: JsonOpt = False) -> None:
 
 def status(spec: SpecArg, json_out: JsonOpt = False) -> None:
     """List the cluster's nodes with address and state."""
+    from provision import lifecycle
+    from provision.spec.loader import load_spec
+
     cluster = lifecycle.status(load_spec(spec))
     if json_out:
         print_json(cluster.model_dump(mode="json"))
@@ -90,6 +96,9 @@ def status(spec: SpecArg, json_out: JsonOpt = False) -> None:
 
 def down(spec: SpecArg, orphans: OrphansOpt = False, quiet: QuietOpt = False, json_out: JsonOpt = False) -> None:
     """Remove everything the cluster's provider created, then prove nothing is left."""
+    from provision import lifecycle
+    from provision.spec.loader import load_spec
+
     teardown = lifecycle.down(load_spec(spec), progress_printer(quiet or json_out), orphans=orphans)
     if json_out:
         print_json(asdict(teardown))
@@ -109,13 +118,17 @@ def up(
     redo: RedoOpt = [],
     skip_preflight: SkipPreflightOpt = False,
     skip_certify: SkipCertifyOpt = False,
-    drain_timeout: DrainTimeoutOpt = DEFAULT_DRAIN_TIMEOUT_S,
+    drain_timeout: DrainTimeoutOpt = DRAIN_TIMEOUT_S,
     force: ForceOpt = False,
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Create the nodes, preflight them, render the inventory, deploy and certify (resumable); on a running cluster
     whose spec changed: add the new nodes (held until certify passes), drain and remove the ones it no longer names."""
+    from provision import lifecycle
+    from provision.cli.up_view import TerminalUpView
+    from provision.spec.loader import load_spec
+
     skip = tuple(s for s, off in (("preflight", skip_preflight), ("certify", skip_certify)) if off)
     options = lifecycle.UpOptions(redo=tuple(redo), skip=skip, drain_timeout_s=drain_timeout, force=force,
                                   source=spec)

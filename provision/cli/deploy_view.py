@@ -1,37 +1,66 @@
-"""Rich rendering of a deploy: live play/task/host view, and the final recap table."""
+"""Rich rendering of a deploy: a live per-stage view (hosts done / running / failed, elapsed time, the task running
+now), one line per host and stage without a terminal, and the final recap table."""
 from __future__ import annotations
 
-from rich.console import Console, Group
+import time
+
+from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
 from provision.cli.output import err, out
-from provision.deploy.events import PlayProgress
+from provision.deploy.progress import HostFinished, PlayProgress, StageProgress
 from provision.deploy.records import DeployResult
 
-_COLOURS = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "magenta"}
+_COLOURS = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "magenta", "done": "green"}
+SHOWN_STAGES = 8  # the live view shows the newest stages; the log has them all
+_SHOWN_HOSTS = 64  # host states on the live view's last line
+_FIXED_WIDTH = 7 + 6 * 2 + len("donerunningfailedelapsed") + 1  # borders, padding and the count columns
 
 
-def _live_renderable(progress: PlayProgress) -> Group:
-    """The current play and task, then one compact line of host states."""
-    header = Text.assemble(("play ", "dim"), progress.play, ("  task ", "dim"), progress.task)
-    hosts = Text()
-    for host in sorted(progress.host_state):
-        state = progress.host_state[host]
-        hosts.append(f"{host}:{state} ", style=_COLOURS.get(state, ""))
-    return Group(header, hosts)
+class _Snapshot:
+    """The live view at one event: the stages' rows and hosts' states copied out (the runner keeps changing the
+    progress), the running stage's elapsed time computed when rich draws, so it ticks between events."""
+
+    def __init__(self, progress: PlayProgress) -> None:
+        self.rows = [(s.name, s.count("done"), s.count("running"), s.count("failed", "unreachable"), s.started,
+                      s.ended, s.task if s.ended is None else "") for s in progress.stages[-SHOWN_STAGES:]]
+        self.earlier = max(0, len(progress.stages) - SHOWN_STAGES)
+        self.hosts = sorted(progress.host_state.items())
+
+    def __rich_console__(self, console: Console, options):
+        """The table fitted to the terminal's width (stage and task names cut with an ellipsis), then the hosts."""
+        now = time.time()
+        title = f"deploy ({self.earlier} earlier stages not shown)" if self.earlier else "deploy"
+        table = Table(title=title, title_justify="left")
+        names = max(16, options.max_width - _FIXED_WIDTH)  # what the stage and the task share
+        table.add_column("stage", no_wrap=True, overflow="ellipsis", width=min(36, names // 2))
+        for name in ("done", "running", "failed", "elapsed"):
+            table.add_column(name, justify="right", no_wrap=True)
+        table.add_column("task", no_wrap=True, overflow="ellipsis", width=names - min(36, names // 2))
+        for name, done, running, failed, started, ended, task in self.rows:
+            elapsed = (ended if ended is not None else now) - started
+            table.add_row(name, str(done), str(running), Text(str(failed), style="red" if failed else ""),
+                          duration(elapsed), task)
+        hosts = Text()
+        for host, state in self.hosts[:_SHOWN_HOSTS]:
+            hosts.append(f"{host}:{state} ", style=_COLOURS.get(state, ""))
+        if len(self.hosts) > _SHOWN_HOSTS:
+            hosts.append(f"... {len(self.hosts) - _SHOWN_HOSTS} more hosts")
+        yield table
+        yield hosts
 
 
 class DeployWatch:
-    """The engine's on_update callback as the terminal shows it: a live view on a terminal, one line per new task
-    otherwise (CI logs), nothing for --json. start() and stop() bracket the run (or use it as a context manager)."""
+    """The engine's on_update callback as the terminal shows it: a live view on a terminal, one line per host and
+    stage otherwise (CI logs), nothing for --json. start() and stop() bracket the run (or use it as a context
+    manager)."""
 
     def __init__(self, quiet: bool, json_out: bool) -> None:
         live = not quiet and not json_out and err.is_terminal
         self._live = Live(console=err, refresh_per_second=4, transient=True) if live else None
-        self._lines = not live and not json_out
-        self._seen: set[str] = set()
+        self._log = StageLog() if not live and not json_out else None
 
     def start(self) -> None:
         if self._live:
@@ -49,19 +78,56 @@ class DeployWatch:
         self.stop()
 
     def update(self, progress: PlayProgress) -> None:
-        """Redraw on every event (rich throttles the terminal writes), or print a task's first line."""
+        """Redraw on every event (rich throttles the terminal writes), or print what finished since the last one."""
         if self._live:
-            self._live.update(_live_renderable(progress))
-        elif self._lines:
-            quiet_lines(progress, self._seen)
+            self._live.update(_Snapshot(progress))
+        elif self._log:
+            self._log.print_new(progress)
 
 
-def quiet_lines(progress: PlayProgress, seen: set[str]) -> None:
-    """For CI logs: one line per new task, no live redraw."""
-    key = f"{progress.play}/{progress.task}"
-    if progress.task and key not in seen:
-        seen.add(key)
-        err.print(Text.assemble(("task", "dim"), " ", progress.task))
+class StageLog:
+    """For logs: a line when a host finishes a stage (done, or failed at a task), and one when a stage ends."""
+
+    def __init__(self, console: Console = err) -> None:
+        self._console = console
+        self._hosts_printed = 0
+        self._stages_printed = 0
+
+    def print_new(self, progress: PlayProgress) -> None:
+        """Print the hosts that finished and the stages that ended since the last call."""
+        for finished in progress.finished[self._hosts_printed:]:
+            self._console.print(host_line(finished))
+        self._hosts_printed = len(progress.finished)
+        ended = [s for s in progress.stages if s.ended is not None]
+        for stage in ended[self._stages_printed:]:
+            self._console.print(stage_line(stage))
+        self._stages_printed = len(ended)
+
+
+def host_line(finished: HostFinished) -> Text:
+    """`[stage] host done: 12 tasks, 3 changed, 41 s` or `... failed at "task": 3 tasks, 4 s`."""
+    state = f"{finished.state} at {finished.task!r}" if finished.task else finished.state
+    return Text.assemble(("[", "dim"), finished.stage, ("] ", "dim"), finished.host, " ",
+                         (state, _COLOURS.get(finished.state, "")),
+                         f": {finished.tasks} tasks, {finished.changed} changed, {duration(finished.seconds)}")
+
+
+def stage_line(stage: StageProgress) -> Text:
+    """`[stage] finished in 41 s: 4 hosts done, 0 failed`."""
+    failed = stage.count("failed", "unreachable")
+    took = duration(stage.elapsed(stage.ended or stage.started))
+    return Text.assemble(("[", "dim"), stage.name, ("] ", "dim"), f"finished in {took}: "
+                         f"{stage.count('done')} hosts done, ", (f"{failed} failed", "red" if failed else ""))
+
+
+def duration(seconds: float) -> str:
+    """41 s, 12m05s, 2h03m."""
+    whole = int(max(seconds, 0.0))
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
 def recap(result: DeployResult, console: Console = out) -> None:

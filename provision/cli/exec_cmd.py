@@ -1,13 +1,15 @@
 """`provision exec`: run one command on one node or many, output folded per distinct result (like clush -b)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
-from provision import lifecycle, remote
 from provision.cli.options import CommandArg, JsonOpt, NodesOpt, SpecArg
 from provision.cli.output import print_json
-from provision.remote import CommandResult, OutputBlock
-from provision.spec.loader import load_spec
+
+if TYPE_CHECKING:
+    from provision.remote import CommandResult, OutputBlock
 
 
 def exec_(spec: SpecArg, command: CommandArg, node: NodesOpt = [], json_out: JsonOpt = False) -> None:
@@ -17,6 +19,10 @@ def exec_(spec: SpecArg, command: CommandArg, node: NodesOpt = [], json_out: Jso
     one is a shell command line (exec SPEC -- 'ls /dev | wc -l'). One node passes its output and exit status
     through; several print one block per distinct output with the nodes that gave it, and exit with the highest
     status."""
+    # The library is imported when the command runs, not when the CLI starts (tests/unit/cli/test_startup.py).
+    from provision import lifecycle, remote
+    from provision.spec.loader import load_spec
+
     cluster = lifecycle.current_cluster(load_spec(spec))
     nodes = remote.select_nodes(cluster, node)
     results = remote.run_across(cluster, nodes, remote.command_line(command))

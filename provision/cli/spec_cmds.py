@@ -1,18 +1,19 @@
-"""Commands on the spec alone: init, validate, inventory."""
+"""Commands on the spec alone: init, validate, inventory, schema."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import typer
 
-from provision import lifecycle
 from provision.cli.options import (FindingsJsonOpt, ForceOpt, InitOutputOpt, InventoryOutputOpt, JsonOpt, NameOpt,
-                                   ProviderOpt, SpecArg)
+                                   ProviderOpt, SchemaOutputOpt, SpecArg)
 from provision.cli.output import err, out, print_findings, print_json
 from provision.errors import EXIT_BAD_INPUT, UsageError
 from provision.spec.example import example
 from provision.spec.findings import errors
-from provision.spec.loader import load_spec, validate_file
+
+# The spec loader, the models and the lifecycle are imported when a command runs, not when the CLI starts
+# (tests/unit/cli/test_startup.py).
 
 
 def init(provider: ProviderOpt = "sandbox", output: InitOutputOpt = None, name: NameOpt = "demo",
@@ -40,6 +41,8 @@ def _write_new(output: Path, text: str, force: bool) -> None:
 
 def validate(spec: SpecArg, json_out: FindingsJsonOpt = False) -> None:
     """Check a spec's structure and meaning; print every finding; exit 2 on any error."""
+    from provision.spec.loader import validate_file
+
     result = validate_file(spec)
     if json_out:
         print_json({"ok": result.ok, "findings": [f.as_dict() for f in result.findings]})
@@ -56,9 +59,27 @@ def validate(spec: SpecArg, json_out: FindingsJsonOpt = False) -> None:
 
 def inventory(spec: SpecArg, output: InventoryOutputOpt, json_out: JsonOpt = False) -> None:
     """Render the Ansible inventory (hosts, groups, group_vars) for a spec; print the files written."""
+    from provision import lifecycle
+    from provision.spec.loader import load_spec
+
     paths = lifecycle.write_inventory(load_spec(spec), output)
     if json_out:
         print_json({"files": [str(p) for p in paths]})
         return
     for path in paths:
         out.print(str(path))
+
+
+def schema(output: SchemaOutputOpt = None) -> None:
+    """Print the JSON Schema of the cluster spec (for editors: yaml-language-server and the like)."""
+    from provision.spec.schema import schema_text
+
+    text = schema_text()
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text)
+    except OSError as exc:
+        raise UsageError(f"{output}: cannot be written ({exc.strerror})", hint="choose a writable path") from exc
+    err.print(f"wrote {output}")

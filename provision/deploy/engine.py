@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from provision import inventory
@@ -12,7 +11,7 @@ from provision.adaptors.ansible import PlaybookRun, run_playbook
 from provision.deploy import secrets
 from provision.deploy.ansible_cfg import write_ansible_cfg
 from provision.deploy.events import EventTracker, OnUpdate
-from provision.deploy.records import DeployResult
+from provision.deploy.records import DeployOptions, DeployResult
 from provision.errors import UsageError
 from provision.lock import cluster_lock
 from provision.preflight import ensure_hardware
@@ -21,22 +20,7 @@ from provision.resources import playbooks_dir
 from provision.spec.model import ClusterSpec
 from provision.state import ClusterState
 
-SITE_PLAYBOOK = "site.yml"
 WOULD_RUN_FILE = "would_run.jsonl"  # written by playbooks/callback_plugins/gpu_provision_would_run.py
-KEEP_RUNS = 20  # run folders kept under runs/ (about 5 MB per 4-node deploy)
-
-
-@dataclass
-class DeployOptions:
-    """The knobs of `provision deploy`."""
-
-    tags: str | None = None
-    limit: str | None = None
-    check: bool = False
-    retry_failed: bool = False
-    playbook: str = SITE_PLAYBOOK
-    render_inventory: bool = True  # False: the caller rendered it for this cluster just before (`up`)
-    keep_runs: int = KEEP_RUNS  # run artifact folders kept under the state's runs/ (the newest; this run included)
 
 
 def _limit(state: ClusterState, options: DeployOptions) -> str | None:

@@ -1,40 +1,33 @@
 """Turn ansible-runner's event stream into live progress and per-host results (pure, no I/O)."""
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from datetime import datetime
 
+from provision.deploy.progress import OnUpdate, PlayProgress
 from provision.deploy.records import HostResult
 
+__all__ = ["EventTracker", "OnUpdate", "PlayProgress", "failure_message"]
 _STAT_KEYS = {"ok": "ok", "changed": "changed", "failures": "failed", "dark": "unreachable", "skipped": "skipped"}
-
-
-@dataclass
-class PlayProgress:
-    """What a live view shows: the current play and task, and each host's latest state."""
-
-    play: str = ""
-    task: str = ""
-    host_state: dict[str, str] = field(default_factory=dict)
-    tasks_done: int = 0
-
-
-OnUpdate = Callable[[PlayProgress], None]
 
 
 class EventTracker:
     """Consumes runner events; keeps progress and the failure details the recap needs."""
 
-    def __init__(self, on_update: OnUpdate | None = None) -> None:
+    def __init__(self, on_update: OnUpdate | None = None, clock: Callable[[], float] = time.time) -> None:
         self.progress = PlayProgress()
         self.hosts: dict[str, HostResult] = {}
         self.stats_seen = False
         self._on_update = on_update
+        self._clock = clock
+        self._when = 0.0  # the time of the event being handled (epoch seconds)
 
     def __call__(self, event: dict) -> bool:
         """ansible-runner event_handler: record the event; True keeps it in the artifacts."""
         handler = getattr(self, f"_on_{event.get('event', '')}", None)
         if handler:
+            self._when = event_time(event, self._clock)
             handler(event.get("event_data", {}))
             if self._on_update:
                 self._on_update(self.progress)
@@ -45,20 +38,27 @@ class EventTracker:
 
     def _on_playbook_on_play_start(self, data: dict) -> None:
         self.progress.play = data.get("play", "")
+        self.progress.start_stage(self.progress.play, self._when)
 
     def _on_playbook_on_task_start(self, data: dict) -> None:
         self.progress.task = data.get("task", "")
         self.progress.tasks_done += 1
+        self.progress.task_started(self.progress.task, self._when)
+
+    def _on_runner_on_start(self, data: dict) -> None:
+        self.progress.host_started(data.get("host", ""), self._when)
 
     def _on_runner_on_ok(self, data: dict) -> None:
         host = data.get("host", "")
         changed = bool((data.get("res") or {}).get("changed"))
         self.progress.host_state[host] = "changed" if changed else "ok"
+        self.progress.host_task_done(host, changed, self._when)
         if changed:
             self._host(host).changed_tasks.append(data.get("task", ""))
 
     def _on_runner_on_failed(self, data: dict) -> None:
         if data.get("ignore_errors"):
+            self.progress.host_task_done(data.get("host", ""), False, self._when)
             return
         self._record_failure(data, "failed")
 
@@ -67,17 +67,20 @@ class EventTracker:
 
     def _on_runner_on_skipped(self, data: dict) -> None:
         self.progress.host_state.setdefault(data.get("host", ""), "ok")
+        self.progress.host_task_done(data.get("host", ""), False, self._when)
 
     def _record_failure(self, data: dict, kind: str) -> None:
         """Keep the first failing task on a host and its message (one line)."""
         host = self._host(data.get("host", ""))
         self.progress.host_state[host.host] = kind
+        self.progress.host_failed(host.host, kind, data.get("task", ""), self._when)
         if host.failed_task is None:
             host.failed_task = data.get("task", "")
             host.message = failure_message(data.get("res") or {})
 
     def _on_playbook_on_stats(self, data: dict) -> None:
         self.stats_seen = True
+        self.progress.end_stage(self._when)
         for stat, attr in _STAT_KEYS.items():
             for host, count in (data.get(stat) or {}).items():
                 setattr(self._host(host), attr, count)
@@ -92,6 +95,14 @@ class EventTracker:
     def results(self) -> list[HostResult]:
         """Per-host results sorted by name."""
         return [self.hosts[name] for name in sorted(self.hosts)]
+
+
+def event_time(event: dict, clock: Callable[[], float]) -> float:
+    """When the runner created the event (its `created` stamp), else now."""
+    try:
+        return datetime.fromisoformat(event["created"]).timestamp()
+    except (KeyError, TypeError, ValueError):
+        return clock()
 
 
 def failure_message(res: dict) -> str:

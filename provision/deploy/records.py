@@ -1,8 +1,24 @@
-"""Typed results of an Ansible run: per host, and for the whole run."""
+"""Typed options and results of an Ansible run: what to run, then per host and for the whole run."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+SITE_PLAYBOOK = "site.yml"
+KEEP_RUNS = 20  # run folders kept under runs/ (about 5 MB per 4-node deploy)
+
+
+@dataclass
+class DeployOptions:
+    """The knobs of `provision deploy`."""
+
+    tags: str | None = None
+    limit: str | None = None
+    check: bool = False
+    retry_failed: bool = False
+    playbook: str = SITE_PLAYBOOK
+    render_inventory: bool = True  # False: the caller rendered it for this cluster just before (`up`)
+    keep_runs: int = KEEP_RUNS  # run artifact folders kept under the state's runs/ (the newest; this run included)
 
 
 @dataclass

@@ -1,37 +1,45 @@
 """The providers by name: each one's spec section (config model), its semantic checks and its implementation.
 
 spec/ builds the `provider:` union from `configs()` (light modules: pydantic only); a provider's checks and its
-Provider class are imported only when used, so reading a spec never loads boto3. A new provider is a package
-under providers/ (config.py, validation.py, provider.py) and one entry here.
+Provider class are imported only when used, so reading a spec never loads boto3, and the names alone (help texts,
+`init`) load nothing. A new provider is a package under providers/ (config.py, validation.py, provider.py) and one
+entry here.
 """
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from provision.errors import UsageError
-from provision.providers.aws.config import AwsConfig
-from provision.providers.sandbox.config import SandboxConfig
-from provision.providers.static.config import StaticConfig
-from provision.spec.findings import Finding
-from provision.spec.section import ProviderSection
+
+if TYPE_CHECKING:
+    from provision.spec.findings import Finding
+    from provision.spec.section import ProviderSection
 
 
 @dataclass(frozen=True)
 class Registered:
-    """One provider: its spec section, and where its checks and implementation live ("module:attribute")."""
+    """One provider: where its spec section, its checks and its implementation live ("module:attribute")."""
 
-    config: type[ProviderSection]
+    section: str  # a provision.spec.section.ProviderSection subclass
     implementation: str  # a provision.providers.base.Provider subclass
     checks: str | None = None  # a function ClusterSpec -> list[Finding]: the provider's semantic checks
 
+    @property
+    def config(self) -> type[ProviderSection]:
+        """The spec section's model, imported now."""
+        return _load(self.section)
+
 
 PROVIDERS: dict[str, Registered] = {
-    "sandbox": Registered(SandboxConfig, "provision.providers.sandbox.provider:SandboxProvider",
+    "sandbox": Registered("provision.providers.sandbox.config:SandboxConfig",
+                          "provision.providers.sandbox.provider:SandboxProvider",
                           "provision.providers.sandbox.validation:findings"),
-    "static": Registered(StaticConfig, "provision.providers.static.provider:StaticProvider"),
-    "aws": Registered(AwsConfig, "provision.providers.aws.provider:AwsProvider",
+    "static": Registered("provision.providers.static.config:StaticConfig",
+                         "provision.providers.static.provider:StaticProvider"),
+    "aws": Registered("provision.providers.aws.config:AwsConfig", "provision.providers.aws.provider:AwsProvider",
                       "provision.providers.aws.validation:findings"),
 }
 

@@ -12,9 +12,9 @@ from provision.certify.control.run import CertifyOptions, CertifyRun
 from provision.certify.probe.records import CheckResult
 from provision.certify.records import ClusterReport, NodeResult
 from provision.certify.report import ReportPaths
-from provision.cli import certify_cmd
 from provision.cli.main import app
 from provision.records import ClusterInfo, NodeInfo
+from provision.spec import loader
 from provision.spec.model import ClusterSpec
 
 SPEC = ClusterSpec.model_validate({
@@ -41,7 +41,7 @@ def result(verdict: str) -> CertifyRun:
 def cli(monkeypatch, tmp_path):
     spec = tmp_path / "cluster.yaml"
     spec.write_text("unused")
-    monkeypatch.setattr(certify_cmd, "load_spec", lambda path: SPEC)
+    monkeypatch.setattr(loader, "load_spec", lambda path: SPEC)  # the command imports it when it runs
     monkeypatch.setattr(lifecycle, "current_cluster", lambda s: CLUSTER)
     seen = []
 

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from provision.cli import cluster_cmds, deploy_view, main, output, preflight_view
+from provision.deploy.progress import PlayProgress
 from provision.spec.example import example
 from provision.errors import ProvisionError, SpecError, UsageError
 from provision.spec.findings import Finding
@@ -56,10 +57,16 @@ def test_a_spec_error_prints_its_findings_then_the_line(screen, text):
 
 
 @pytest.mark.parametrize("text", TRICKY)
-def test_progress_and_task_lines_print_plain(screen, text):
+def test_progress_and_stage_lines_print_plain(screen, text):
     output.progress_printer(quiet=False)(text)
-    deploy_view.quiet_lines(SimpleNamespace(play="p", task=text), set())
-    assert screen.err.getvalue() == f"- {text}\ntask {text}\n"
+    progress = PlayProgress()
+    progress.start_stage(text, 100.0)
+    progress.host_started(text, 100.0)
+    progress.host_failed(text, "failed", text, 103.0)
+    progress.end_stage(104.0)
+    deploy_view.StageLog().print_new(progress)
+    assert screen.err.getvalue() == (f"- {text}\n[{text}] {text} failed at {text!r}: 1 tasks, 0 changed, 3 s\n"
+                                     f"[{text}] finished in 4 s: 0 hosts done, 1 failed\n")
 
 
 @pytest.mark.parametrize("text", TRICKY)

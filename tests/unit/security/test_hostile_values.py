@@ -299,8 +299,11 @@ def test_the_proxy_command_quotes_every_word_for_the_shell_and_for_ssh(jump_clus
 
 
 def test_paramiko_through_the_jump_host_passes_the_user_as_data(jump_cluster, tmp_path, monkeypatch):
-    """`exec` and certify log in with paramiko: the user name goes into the SSH protocol, never through a shell."""
+    """`exec` and certify log in with paramiko: the user name goes into the SSH protocol, never through a shell;
+    one that is not a user name is refused before anything is contacted (it would be read with the user's ssh
+    config, provision.adaptors.ssh_config)."""
     import paramiko
+    monkeypatch.setenv("PROVISION_SSH_CONFIG", "")
     marker = tmp_path / "MARKER"
     seen: list[tuple[str, int, str]] = []
 
@@ -311,9 +314,13 @@ def test_paramiko_through_the_jump_host_passes_the_user_as_data(jump_cluster, tm
     monkeypatch.setattr(paramiko.SSHClient, "connect", refused)
     key = tmp_path / "id"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, timeout=30)
+    node = jump_cluster.nodes[1].model_copy(update={"address": "10.42.0.7"})
     for payload in payloads(marker):
         cluster = jump_cluster.model_copy(update={"ssh_user": payload, "ssh_key_path": key})
-        with pytest.raises(ConnectionFailure, match="connection refused"):
-            remote.run_on(cluster, cluster.nodes[1].model_copy(update={"address": "10.42.0.7"}), "true", timeout=5)
-        assert seen[-1] == ("127.0.0.1", 22, payload)  # the jump host first, the user as it is
-    assert not marker.exists()
+        with pytest.raises(ConnectionFailure, match="is not a user name"):
+            remote.run_on(cluster, node, "true", timeout=5)
+    assert seen == [] and not marker.exists()
+    cluster = jump_cluster.model_copy(update={"ssh_user": "svc.deploy-1", "ssh_key_path": key})
+    with pytest.raises(ConnectionFailure, match="connection refused"):
+        remote.run_on(cluster, node, "true", timeout=5)
+    assert seen == [("127.0.0.1", 22, "svc.deploy-1")]  # the jump host first, the user as it is

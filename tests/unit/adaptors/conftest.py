@@ -1,0 +1,146 @@
+"""A real SSH server on 127.0.0.1 (paramiko's server side, in this process): public-key logins, commands run here
+with `sh -c`, and direct-tcpip forwarding to other loopback ports (a jump host)."""
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import paramiko
+import pytest
+
+
+@dataclass
+class LoopbackSshd:
+    """A listening server; `logins` records (user, key fingerprint) of each successful login."""
+
+    host_key: paramiko.PKey
+    keys: dict[str, paramiko.PKey]  # user -> the one key that user may log in with
+    port: int = 0
+    logins: list[str] = field(default_factory=list)
+    _listener: socket.socket | None = None
+
+    def known_hosts_line(self) -> str:
+        return f"[127.0.0.1]:{self.port} {self.host_key.get_name()} {self.host_key.get_base64()}\n"
+
+    def start(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def stop(self) -> None:
+        self._listener.close()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._session, args=(conn,), daemon=True).start()
+
+    def _session(self, conn: socket.socket) -> None:
+        transport = paramiko.Transport(conn)
+        transport.add_server_key(self.host_key)
+        handler = _Handler(self)
+        try:
+            transport.start_server(server=handler)
+        except (paramiko.SSHException, EOFError):
+            return
+        while transport.is_active():
+            channel = transport.accept(timeout=1)
+            if channel is not None:
+                threading.Thread(target=handler.serve, args=(channel,), daemon=True).start()
+
+
+class _Handler(paramiko.ServerInterface):
+    """One connection: who may log in, which channels open, what a command does."""
+
+    def __init__(self, server: LoopbackSshd) -> None:
+        self.server = server
+        self.commands: dict[int, str] = {}
+        self.forwards: dict[int, tuple[str, int]] = {}
+        self.ready: dict[int, threading.Event] = {}
+
+    def get_allowed_auths(self, username: str) -> str:
+        return "publickey"
+
+    def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
+        if self.server.keys.get(username) == key:
+            self.server.logins.append(username)
+            return paramiko.AUTH_SUCCESSFUL
+        return paramiko.AUTH_FAILED
+
+    def check_channel_request(self, kind: str, chanid: int) -> int:
+        if kind == "session":
+            self.ready[chanid] = threading.Event()
+            return paramiko.OPEN_SUCCEEDED
+        return paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
+
+    def check_channel_direct_tcpip_request(self, chanid: int, origin, destination) -> int:
+        if destination[0] != "127.0.0.1":  # loopback only
+            return paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
+        self.forwards[chanid] = destination
+        return paramiko.OPEN_SUCCEEDED
+
+    def check_channel_exec_request(self, channel: paramiko.Channel, command: bytes) -> bool:
+        self.commands[channel.get_id()] = command.decode()
+        self.ready[channel.get_id()].set()
+        return True
+
+    def serve(self, channel: paramiko.Channel) -> None:
+        if channel.get_id() in self.forwards:
+            _forward(channel, self.forwards[channel.get_id()])
+            return
+        if not self.ready[channel.get_id()].wait(10):
+            channel.close()
+            return
+        done = subprocess.run(["sh", "-c", self.commands[channel.get_id()]], capture_output=True, timeout=60)
+        channel.sendall(done.stdout)
+        channel.sendall_stderr(done.stderr)
+        channel.send_exit_status(done.returncode)
+        channel.shutdown_write()  # EOF, not close: the client closes once it has read everything
+
+
+def _forward(channel: paramiko.Channel, destination: tuple[str, int]) -> None:
+    """Pump bytes between the channel and a TCP connection to the destination until either side ends."""
+    sock = socket.create_connection(destination)
+
+    def pump(read, write) -> None:
+        try:
+            while data := read(65536):
+                write(data)
+        except OSError:
+            pass
+        channel.close()
+        sock.close()
+    threading.Thread(target=pump, args=(sock.recv, channel.sendall), daemon=True).start()
+    pump(channel.recv, sock.sendall)
+
+
+@pytest.fixture
+def sshd_factory():
+    """Start loopback servers: sshd_factory(keys={"root": key}) -> a started LoopbackSshd; all stopped at the end."""
+    started: list[LoopbackSshd] = []
+
+    def start(keys: dict[str, paramiko.PKey]) -> LoopbackSshd:
+        server = LoopbackSshd(paramiko.ECDSAKey.generate(), keys)
+        server.start()
+        started.append(server)
+        return server
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def key_file():
+    """key_file(path) writes a new private key there (0600) and returns it."""
+    def write(path: Path) -> paramiko.PKey:
+        key = paramiko.ECDSAKey.generate()
+        key.write_private_key_file(str(path))
+        path.chmod(0o600)
+        return key
+    return write
