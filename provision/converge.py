@@ -44,6 +44,11 @@ def held(state: ClusterState, cluster: ClusterInfo) -> list[str]:
     return [n for n in (state.read(HELD) or {}).get("nodes", []) if n in names]
 
 
+def remember_held(state: ClusterState, nodes: list[str]) -> None:
+    """Record nodes as held (the next `up` or `certify --release` certifies and releases them)."""
+    state.write(HELD, {"nodes": sorted(set((state.read(HELD) or {}).get("nodes", [])) | set(nodes))})
+
+
 def with_hold(state: ClusterState, cluster: ClusterInfo) -> ClusterInfo:
     """The cluster with the nodes to hold in its inventory vars: compute nodes joining a deployed cluster, and those
     held before and not yet released. A first deploy holds nothing (the whole cluster is certified)."""
@@ -93,15 +98,41 @@ def release(state: ClusterState, cluster: ClusterInfo, passed: list[str], progre
     return still
 
 
+CERTIFY_REASON = "certify:"  # how certify's --drain-failed reasons start (certify.control.slurm_checks.drain_reason)
+
+
 def certify_held(spec: ClusterSpec, cluster: ClusterInfo, nodes: list[str], options: CertifyOptions,
                  progress: Progress) -> CertifyRun:
-    """Certify the controller and the held nodes, Slurm jobs inside the hold reservation; release those that pass."""
+    """Certify the controller and the held nodes, Slurm jobs inside the hold reservation: those that pass are released
+    into service, those that fail stay held and drained with their failed check ids as the reason (a node that
+    failed before is resumed inside the reservation first, so certify can run there again)."""
     subset = cluster.model_copy(update={"nodes": tuple(n for n in cluster.nodes
                                                        if n.name in nodes or n.has_role("controller"))})
+    runner = slurm_admin.controller_runner(cluster)
+    slurm_admin.resume_drained(runner, nodes, CERTIFY_REASON, progress)
     progress(f"certifying {hostlist.compress(nodes)} before they take user jobs")
-    options = CertifyOptions(level=options.level, reservation=slurm_admin.HOLD_RESERVATION)
+    options = CertifyOptions(level=options.level, reservation=slurm_admin.HOLD_RESERVATION, drain_failed=True)
     record = run_certify(spec, subset, options, progress)
     failed = set(record.failed_nodes)
     passed = [n for n in nodes if n not in failed] if record.ok or failed else []  # a cluster-wide failure: none
     release(ClusterState.for_spec(spec), cluster, passed, progress)
     return record
+
+
+def held_now(spec: ClusterSpec, cluster: ClusterInfo) -> list[str]:
+    """The spec's compute nodes held now: in the hold reservation (by `up`, a rolling deploy, or by hand), or recorded
+    as held by an `up` that did not finish."""
+    names = {n.name for n in cluster.with_role("compute")}
+    live = slurm_admin.held_nodes(slurm_admin.controller_runner(cluster))
+    return sorted((set(live) | set(held(ClusterState.for_spec(spec), cluster))) & names)
+
+
+def certify_and_release(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions,
+                        progress: Progress) -> CertifyRun | None:
+    """`provision certify --release`: certify the held nodes and release those that pass; None when none is held."""
+    nodes = held_now(spec, cluster)
+    if not nodes:
+        progress("no node is held (hold reservation " + slurm_admin.HOLD_RESERVATION + " is empty or absent)")
+        return None
+    remember_held(ClusterState.for_spec(spec), nodes)
+    return certify_held(spec, cluster, nodes, options, progress)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from provision import change, clusters, converge, hardware, inventory, slurm_admin
+from provision import change, clusters, converge, hardware, inventory, rolling, slurm_admin
 from provision.certify.control.run import CertifyOptions, CertifyRun, certify as run_certify
 from provision.deploy import engine
 from provision.deploy.events import OnUpdate, PlayProgress
@@ -131,6 +131,19 @@ def deploy(spec: ClusterSpec, options: engine.DeployOptions = engine.DeployOptio
 def certify(spec: ClusterSpec, options: CertifyOptions = CertifyOptions(), progress: Progress = silent) -> CertifyRun:
     """Measure the running cluster and write its reports; a failed check is in the result, never raised."""
     return run_certify(spec, current_cluster(spec), options, progress)
+
+
+def deploy_rolling(spec: ClusterSpec, options: rolling.RollOptions, on_update: OnUpdate | None = None,
+                   progress: Progress = silent) -> rolling.RollResult:
+    """Apply the roles to the running cluster a batch at a time (provision.rolling)."""
+    return rolling.roll(spec, current_cluster(spec), options, on_update, progress)
+
+
+def certify_release(spec: ClusterSpec, options: CertifyOptions = CertifyOptions(),
+                    progress: Progress = silent) -> CertifyRun | None:
+    """Certify the nodes held out of service (hold reservation) and release those that pass; None when none is held."""
+    with cluster_lock(ClusterState.for_spec(spec), "certify --release", progress):
+        return converge.certify_and_release(spec, current_cluster(spec), options, progress)
 
 
 def down(spec: ClusterSpec, progress: Progress = silent, *, orphans: bool = False) -> Teardown:

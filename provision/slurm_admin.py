@@ -62,15 +62,21 @@ def drain_for_removal(run: Runner, names: Sequence[str], timeout_s: float = DEFA
     nodes = hostlist.compress(list(names))
     _checked(run, f"scontrol update nodename={shlex.quote(nodes)} state=drain reason={shlex.quote(REMOVE_REASON)}")
     progress(f"drained {nodes}; waiting for their jobs (up to {timeout_s:.0f} s)")
+    wait_for_jobs(run, names, timeout_s, force, progress, sleep, "nothing was removed (the nodes stay drained)")
+
+
+def wait_for_jobs(run: Runner, names: Sequence[str], timeout_s: float, force: bool, progress: Progress = silent,
+                  sleep: Callable[[float], None] = time.sleep, unforced: str = "nothing was changed") -> None:
+    """Wait until no job runs on the nodes; at the timeout cancel them when forced, else DrainTimeout."""
+    nodes = hostlist.compress(list(names))
     deadline = time.monotonic() + timeout_s
     while (jobs := jobs_on(run, names)) and time.monotonic() < deadline:
         sleep(POLL_S)
     if not jobs:
         return
     if not force:
-        raise DrainTimeout(f"{nodes} still run job(s) {', '.join(jobs)} after {timeout_s:.0f} s; nothing was removed "
-                           "(the nodes stay drained)",
-                           hint="wait and run `provision up` again, raise --drain-timeout, or pass --force to cancel "
+        raise DrainTimeout(f"{nodes} still run job(s) {', '.join(jobs)} after {timeout_s:.0f} s; {unforced}",
+                           hint="wait and run the command again, raise --drain-timeout, or pass --force to cancel "
                                 "those jobs")
     progress(f"cancelling job(s) {', '.join(jobs)} on {nodes} (--force)")
     _checked(run, f"scancel --nodelist={shlex.quote(nodes)}")
@@ -104,6 +110,52 @@ def held_nodes(run: Runner) -> list[str]:
             value = field.split("=", 1)[1]
             return hostlist.expand(value) if value and value != "(null)" else []
     return []
+
+
+def hold(run: Runner, names: Sequence[str], users: str = "root") -> None:
+    """Put nodes in the hold reservation (made when there is none): no new user job starts there, running jobs go
+    on (IGNORE_JOBS), root and `users` can run jobs inside it (certify)."""
+    held = held_nodes(run)
+    wanted = sorted(set(held) | set(names))
+    if not held and run(f"scontrol -o show reservation {HOLD_RESERVATION}").rc != 0:
+        _checked(run, f"scontrol create reservation ReservationName={HOLD_RESERVATION} "
+                      f"Nodes={shlex.quote(hostlist.compress(wanted))} StartTime=now Duration=infinite "
+                      f"Users={shlex.quote(users)} Flags=MAINT,IGNORE_JOBS")
+    elif wanted != sorted(held):
+        _checked(run, f"scontrol update ReservationName={HOLD_RESERVATION} "
+                      f"Nodes={shlex.quote(hostlist.compress(wanted))}")
+
+
+def node_reasons(run: Runner, names: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """node -> (state, reason) as sinfo has them now."""
+    out = _checked(run, f"sinfo -h -N -o '%N|%T|%E' -n {shlex.quote(hostlist.compress(list(names)))}")
+    found = {}
+    for line in out.splitlines():
+        node, _, rest = line.partition("|")
+        state, _, reason = rest.partition("|")
+        found[node.strip()] = (state.strip(), reason.strip())
+    return found
+
+
+def resume_drained(run: Runner, names: Sequence[str], prefix: str, progress: Progress = silent,
+                   sleep: Callable[[float], None] = time.sleep) -> list[str]:
+    """Resume the nodes drained with a reason that starts with `prefix` (never another drain); those resumed."""
+    drained = [n for n, (state, reason) in node_reasons(run, names).items()
+               if "drain" in state and reason.startswith(prefix)]
+    if drained:
+        _checked(run, f"scontrol update nodename={shlex.quote(hostlist.compress(drained))} state=resume")
+        progress(f"resumed {hostlist.compress(drained)} (drained by '{prefix}') to certify them again")
+        wait_responding(run, drained, sleep=sleep)
+    return drained
+
+
+def wait_responding(run: Runner, names: Sequence[str], timeout_s: float = 30.0,
+                    sleep: Callable[[float], None] = time.sleep) -> None:
+    """Wait until slurmctld has heard from the nodes again (a resumed node is "not responding", `*`, until its next
+    ping); at the timeout, go on (certify reports such a node)."""
+    end = time.monotonic() + timeout_s
+    while any(state.endswith("*") for state, _ in node_reasons(run, names).values()) and time.monotonic() < end:
+        sleep(1.0)
 
 
 def release(run: Runner, passed: Sequence[str], progress: Progress = silent) -> list[str]:

@@ -27,6 +27,7 @@ class PlaybookRun:
     tags: str | None = None
     check: bool = False
     extra_env: dict[str, str] = field(default_factory=dict)
+    extra_vars: dict[str, object] = field(default_factory=dict)  # ansible-playbook -e (the tool's own, never a spec's)
 
 
 @dataclass
@@ -78,7 +79,8 @@ def run_playbook(run: PlaybookRun, event_handler: Callable[[dict], bool]) -> Run
             runner = ansible_runner.run(
                 private_data_dir=str(run.private_data_dir), project_dir=str(run.project_dir),
                 playbook=run.playbook, inventory=str(run.inventory), envvars=env, limit=run.limit,
-                tags=run.tags, cmdline=cmdline, event_handler=event_handler, cancel_callback=cancel,
+                tags=run.tags, cmdline=cmdline, extravars=run.extra_vars or None,
+                event_handler=event_handler, cancel_callback=cancel,
                 quiet=True, suppress_env_files=True, rotate_artifacts=0,
             )
         except Exception as exc:  # ansible-runner raises plain exceptions for setup problems

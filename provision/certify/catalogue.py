@@ -147,6 +147,19 @@ ENTRIES: tuple[Check, ...] = (
           "none: reported, not compared across nodes (they share the servers)", chart="Shared filesystem write"),
     Check("fs.read_bw", "node", "MB/s", "shared filesystem read throughput",
           "none: reported, not compared across nodes (they share the servers)", chart="Shared filesystem read"),
+    # The node health program (probe/nodehealth): a failure drains the node, a pass resumes what it drained.
+    _node("health.munge", None, "munged answers on the node (a credential made there decodes there)",
+          "munge -n | unmunge exits 0"),
+    _node("health.slurmd", None, "slurmd runs on the node", "/run/slurmd.pid names a live slurmd"),
+    _node("health.mount", None, "a shared filesystem is mounted and answers a stat within the pass's deadline",
+          f"{SPEC}: filesystem.mount_point"),
+    _node("health.config", "files differ", "the cluster-wide Slurm files are the ones the last deploy rendered",
+          "SHA-1 of each file as rendered by the slurm role (/etc/gpu-provision/health.json)"),
+    _node("health.xid", "new Xids", "no Xid since the last pass whose catalogue action is a reset, reboot or "
+          "inspection (it stays failed until the node boots again)", "NVIDIA Xid catalogue (see gpu.xid)"),
+    _node("health.<test>", None, "an NVML check of the health pass (health.gpu.count, health.gpu.ecc."
+          "volatile_uncorrected, ...): the same judgement as the gpu.* check of that name",
+          "as the gpu.* check of the same name"),
 )
 
 CHECKS: dict[str, Check] = {entry.id: entry for entry in ENTRIES}

@@ -3,26 +3,39 @@ from __future__ import annotations
 
 import typer
 
-from provision import lifecycle
-from provision.certify.control.run import CertifyOptions
-from provision.certify.report import json_report
-from provision.cli.certify_view import render
 from provision.cli.options import DrainOpt, JsonOpt, LevelOpt, QuietOpt, SpecArg
 from provision.cli.output import print_json, progress_printer
 from provision.errors import EXIT_FAILED
-from provision.spec.loader import load_spec
 
 
 def certify(
     spec: SpecArg,
     level: LevelOpt = "quick",
     drain_failed: DrainOpt = False,
+    release: bool = typer.Option(False, "--release", help="certify only the nodes held out of service (the hold "
+                                 "reservation) and return those that pass to service; failing ones stay held, "
+                                 "drained with their failed checks as the reason"),
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Certify the running cluster (GPU, NCCL, network, Slurm, filesystem); exit 1 if a check fails."""
+    # The library is imported when the command runs, not when the CLI starts (tests/unit/cli/test_startup.py).
+    from provision import lifecycle
+    from provision.certify.control.run import CertifyOptions
+    from provision.certify.report import json_report
+    from provision.cli.certify_view import render
+    from provision.spec.loader import load_spec
+
     options = CertifyOptions(level=level, drain_failed=drain_failed)
-    run = lifecycle.certify(load_spec(spec), options, progress_printer(quiet or json_out))
+    progress = progress_printer(quiet or json_out)
+    if release:
+        run = lifecycle.certify_release(load_spec(spec), options, progress)
+        if run is None:
+            if json_out:
+                print_json({"held": [], "verdict": None})
+            raise typer.Exit(0)
+    else:
+        run = lifecycle.certify(load_spec(spec), options, progress)
     if json_out:
         print_json(json_report.to_document(run.report))
     else:

@@ -11,7 +11,7 @@ from rich.text import Text
 from typer.exceptions import TyperException
 
 from provision import __version__
-from provision.cli import certify_cmd, cluster_cmds, deploy_cmd, exec_cmd, preflight_cmd, spec_cmds
+from provision.cli import certify_cmd, cluster_cmds, deploy_cmd, exec_cmd, health_cmd, preflight_cmd, spec_cmds
 from provision.cli.options import JsonOpt
 from provision.cli.output import err, out, print_findings, print_json
 from provision.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ProvisionError, SpecError
@@ -55,6 +55,7 @@ def version(json_out: JsonOpt = False) -> None:
 app.command()(spec_cmds.init)
 app.command()(spec_cmds.validate)
 app.command()(spec_cmds.inventory)
+app.command()(spec_cmds.schema)
 app.command()(cluster_cmds.plan)
 app.command()(cluster_cmds.up)
 app.command()(preflight_cmd.preflight)
@@ -64,6 +65,7 @@ app.command("list")(cluster_cmds.list_)
 app.command()(cluster_cmds.status)
 app.command()(cluster_cmds.down)
 app.command("exec")(exec_cmd.exec_)
+app.command()(health_cmd.health)
 
 
 def _report(exc: ProvisionError) -> int:

@@ -1,13 +1,24 @@
-"""Every argument and option the commands take, as annotated types (one place, so commands read alike)."""
+"""Every argument and option the commands take, as annotated types (one place, so commands read alike).
+
+Light on purpose: `provision --help`, `version` and shell completion import this and nothing heavy (no pydantic,
+paramiko, boto3 or ansible_runner; tests/unit/cli/test_startup.py checks it).
+"""
 from __future__ import annotations
 
+import glob
+import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
 from provision import clusters
-from provision.lifecycle import provider_names
+from provision.spec.example import providers
+
+# Defaults the library owns, repeated here so that starting the CLI loads neither slurm_admin nor the preflight
+# package (pydantic, paramiko); tests/unit/cli/test_startup.py holds each equal to its source.
+DRAIN_TIMEOUT_S = 600.0  # provision.slurm_admin.DEFAULT_DRAIN_TIMEOUT_S
+PREFLIGHT_CONCURRENCY = 32  # provision.preflight.DEFAULT_CONCURRENCY
 
 
 def _spec_or_name(value: Path) -> Path:
@@ -15,17 +26,27 @@ def _spec_or_name(value: Path) -> Path:
     return clusters.resolve(value) if value is not None else value
 
 
+def complete_spec(incomplete: str) -> list[str]:
+    """Shell completion of SPEC: the clusters brought up here, then files and folders (a folder ends in /)."""
+    found = [name for name in clusters.names() if name.startswith(incomplete)]
+    for path in sorted(glob.glob(glob.escape(incomplete) + "*")):
+        found.append(path + "/" if os.path.isdir(path) else path)
+    return found
+
+
 SpecArg = Annotated[Path, typer.Argument(help="the cluster spec (YAML), or the name of a cluster brought up here",
-                                         show_default=False, callback=_spec_or_name)]
+                                         show_default=False, callback=_spec_or_name, autocompletion=complete_spec)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
 FindingsJsonOpt = Annotated[bool, typer.Option("--json", help="findings as JSON")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines (CI logs)")]
 
 # init
-ProviderOpt = Annotated[str, typer.Option("--provider", "-p", help=" | ".join(provider_names()))]
+ProviderOpt = Annotated[str, typer.Option("--provider", "-p", help=" | ".join(providers()))]
 InitOutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")]
 NameOpt = Annotated[str, typer.Option(help="cluster name")]
 ForceOpt = Annotated[bool, typer.Option(help="overwrite an existing file")]
+# schema
+SchemaOutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="write the schema here instead of stdout")]
 # inventory
 InventoryOutputOpt = Annotated[Path, typer.Option("--output", "-o", help="directory to write the inventory into")]
 # up
@@ -33,9 +54,14 @@ RedoOpt = Annotated[list[str], typer.Option("--redo", help="run a finished stage
 SkipPreflightOpt = Annotated[bool, typer.Option("--skip-preflight", help="do not check nodes first")]
 SkipCertifyOpt = Annotated[bool, typer.Option("--skip-certify", help="do not certify at the end")]
 DrainTimeoutOpt = Annotated[float, typer.Option(
-    "--drain-timeout", min=0, help="seconds nodes the spec removes may finish their running jobs (drained first)")]
+    "--drain-timeout", min=0, help="seconds the jobs on nodes leaving service (removed by the spec, or a rolling "
+                                   "batch) may run on; they get no new jobs meanwhile")]
 ForceOpt = Annotated[bool, typer.Option(
-    "--force", help="cancel the jobs still running on nodes to remove when --drain-timeout ends")]
+    "--force", help="cancel the jobs still running on nodes leaving service when --drain-timeout ends")]
+# deploy
+RollingOpt = Annotated[Optional[str], typer.Option(
+    "--rolling", metavar="N|N%", help="change a running cluster a batch of compute nodes at a time (held, jobs "
+                                      "waited for, roles applied, certified, released); stop at the first failure")]
 # down
 OrphansOpt = Annotated[bool, typer.Option(
     "--orphans", help="also remove cloud resources tagged with the cluster's name that this machine's "
@@ -43,7 +69,8 @@ OrphansOpt = Annotated[bool, typer.Option(
 # exec
 CommandArg = Annotated[list[str], typer.Argument(help="the command and its arguments (after --)")]
 NodesOpt = Annotated[list[str], typer.Option(
-    "--node", "-n", metavar="NODES", help="nodes: a hostlist such as compute[01-03] or a group name; repeatable (default: the controller)")]
+    "--node", "-n", metavar="NODES",
+    help="nodes: a hostlist such as compute[01-03] or a group name; repeatable (default: the controller)")]
 # preflight
 AcceptOpt = Annotated[bool, typer.Option("--accept-new-host-keys", help="record the host key of a first contact")]
 ConcurrencyOpt = Annotated[int, typer.Option(help="nodes checked at once")]

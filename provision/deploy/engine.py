@@ -98,6 +98,8 @@ def _deploy(spec: ClusterSpec, cluster: ClusterInfo, state: ClusterState, option
         tags=options.tags,
         check=options.check,
         extra_env={"GPU_PROVISION_WOULD_RUN_FILE": str(would_run)} if options.check else {},
+        extra_vars={"provision_in_service": state.stage_nodes("deploy") is not None,
+                    "provision_rolling_batch": options.rolling_batch},
     )
     tracker = EventTracker(on_update)
     outcome = run_playbook(run, tracker)

@@ -18,6 +18,7 @@ class DeployOptions:
     retry_failed: bool = False
     playbook: str = SITE_PLAYBOOK
     render_inventory: bool = True  # False: the caller rendered it for this cluster just before (`up`)
+    rolling_batch: bool = False  # a batch of `deploy --rolling`: held and drained of jobs, so it may reboot
     keep_runs: int = KEEP_RUNS  # run artifact folders kept under the state's runs/ (the newest; this run included)
 
 

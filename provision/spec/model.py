@@ -142,6 +142,15 @@ class Certify(StrictModel):
     level: Literal["quick", "standard", "full"] = "quick"
 
 
+class Health(StrictModel):
+    """The node health program on every compute node (Slurm's HealthCheckProgram and its own service)."""
+
+    enabled: StrictBool = True
+    interval_s: int = Field(300, ge=5, le=86400, description="seconds between passes")
+    node_state: list[Literal["ALLOC", "ANY", "CYCLE", "IDLE", "MIXED", "NONDRAINED_IDLE"]] = Field(
+        ["ANY"], min_length=1, description="Slurm's HealthCheckNodeState: which nodes Slurm checks")
+
+
 class ClusterSpec(StrictModel):
     """A whole cluster: where its nodes come from, what runs on them, how it is proven."""
 
@@ -152,6 +161,7 @@ class ClusterSpec(StrictModel):
     software: Software = Software()
     filesystem: Filesystem = Filesystem()
     certify: Certify = Certify()
+    health: Health = Health()
     state_dir: LocalPath | None = Field(None,
                                         description="default: $PROVISION_STATE_DIR or ~/.local/state/gpu-provision")
 

@@ -38,6 +38,10 @@ filesystem:
   type: glusterfs
   mount_point: /shared
   replica: 2
+# The fault tests break nodes on purpose; the health program would drain them under the tests' feet. It is tested on
+# its own cluster (test_health.py).
+health:
+  enabled: false
 """
 
 

@@ -16,7 +16,8 @@ def bases_for(tmp_path: Path) -> dict[str, dict]:
                 "mirrors": {name: f"http://mirror.example.internal/{name}" for name in (
                     "cuda_repository", "nccl_tests_source", "efa_installer", "lustre_repository", "beegfs_repository")}}
     common = {"name": "hostile", "ssh": {"user": "root", "key_path": str(key)}, "software": software,
-              "certify": {"level": "quick"}, "state_dir": str(tmp_path / "state")}
+              "certify": {"level": "quick"}, "health": {"enabled": True, "interval_s": 300, "node_state": ["ANY"]},
+              "state_dir": str(tmp_path / "state")}
     compute = {"name": "gpu", "roles": ["compute"], "partition": "batch", "gpu": {"model": "H100-SXM", "count": 8},
                "interconnect": {"type": "infiniband", "nics": 8}}
     bases = {

@@ -47,7 +47,7 @@ def test_good_spec_is_valid(tmp_path):
     (GOOD + "softwear: {}\n",
      "error: softwear (line 11): unknown key 'softwear'; did you mean 'software'?"),
     (GOOD + "zzz: 1\n",
-     "error: zzz (line 11): unknown key 'zzz'; known keys here: certify, filesystem, name, node_groups, provider, "
+     "error: zzz (line 11): unknown key 'zzz'; known keys here: certify, filesystem, health, name, node_groups, provider, "
      "software, ssh, state_dir"),
     (GOOD.replace("name: demo\n", ""),
      "error: name: is required but missing; add 'name'"),

@@ -1,0 +1,230 @@
+"""The node health program (provision.certify.probe.nodehealth) against stand-in commands: what it checks, what it
+tells Slurm, and that it ends within its deadline when slurmctld does not answer. The real program runs on sandbox
+nodes in tests/e2e/test_health.py."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from provision.certify.probe.nodehealth import PREFIX, checks, gpu
+from provision.certify.probe.nodehealth.__main__ import main
+from provision.certify.probe.nodehealth.config import GpuExpectation, HealthConfig
+from provision.certify.probe.nodehealth.passes import one_pass
+from provision.certify.probe.nodehealth.run import Deadline
+from provision.certify.probe.nodehealth.slurm import parse_node, reason_text
+
+REAL_DRAINED = ("NodeName=compute03 CoresPerSocket=2  CPUAlloc=0 CPUEfctv=2 CPUTot=2 CPULoad=N/A "
+                "AvailableFeatures=(null) ActiveFeatures=(null) Gres=(null) NodeAddr=compute03 NodeHostName=compute03  "
+                "RealMemory=22900 AllocMem=0 FreeMem=N/A Sockets=1 Boards=1 State=UNKNOWN+DRAIN ThreadsPerCore=1 "
+                "TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A Partitions=batch  BootTime=None SlurmdStartTime=None "
+                "LastBusyTime=2026-11-23T18:30:47 CfgTRES=cpu=2,mem=22900M,billing=2 AllocTRES= CapWatts=n/a "
+                "CurrentWatts=0 AveWatts=0 ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s "
+                "Reason=admin: bad fan [root@2026-11-23T18:26:22]")
+REAL_IDLE = REAL_DRAINED.replace("State=UNKNOWN+DRAIN", "State=IDLE").split(" Reason=")[0]
+
+FAKE_SCONTROL = """#!{python}
+import json, sys, time
+from pathlib import Path
+here = Path(__file__).parent
+node = json.loads((here / "node.json").read_text())
+(here / "calls.log").open("a").write(" ".join(sys.argv[1:]) + "\\n")
+time.sleep(node.get("sleep", 0))
+if node.get("down"):
+    print("slurm_load_node error: Unable to contact slurm controller (connect failure)", file=sys.stderr)
+    sys.exit(1)
+if sys.argv[1:3] == ["-o", "show"]:
+    reason = f" Reason={{node['reason']}} [root@2026-11-23T18:26:22]" if node.get("reason") else ""
+    print(f"NodeName={{sys.argv[4]}} CPUTot=2 State={{node['state']}} Partitions=batch{{reason}}")
+elif sys.argv[1] == "update":
+    fields = dict(a.split("=", 1) for a in sys.argv[2:])
+    if fields["State"] == "DRAIN":
+        node.update(state=node["state"].split("+")[0] + "+DRAIN", reason=fields["Reason"])
+    else:
+        node.update(state=node["state"].split("+")[0], reason="")
+    (here / "node.json").write_text(json.dumps(node))
+"""
+
+
+def _script(path: Path, text: str) -> str:
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+@pytest.fixture
+def node(tmp_path: Path):
+    """A node's stand-in commands: scontrol keeping the node's state in node.json, munge/unmunge that work until
+    `munge_down` is created."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "node.json").write_text(json.dumps({"state": "IDLE", "reason": ""}))
+    munge = (f"#!/bin/sh\n[ -e {tmp_path}/munge_down ] && "
+             "{ echo 'munge: Error: Failed to access socket' >&2; exit 6; }\necho CRED\n")
+    commands = {"scontrol": _script(bin_dir / "scontrol", FAKE_SCONTROL.format(python=sys.executable)),
+                "munge": _script(bin_dir / "munge", munge),
+                "unmunge": _script(bin_dir / "unmunge", "#!/bin/sh\ncat >/dev/null\n"),
+                "munged": "/nonexistent/munged", "runuser": "/nonexistent/runuser", "stat": "/usr/bin/stat"}
+    config = tmp_path / "slurm.conf"
+    config.write_text("ClusterName=t\n")
+    cfg = HealthConfig(node="compute01", deadline_s=4.0, state_dir=tmp_path / "state", slurmd=False,
+                       files={str(config): checks.sha1(config)}, commands=commands, slurm_conf=config,
+                       written=time.time() + 3600)  # written after any edit the tests make: drift fails at once
+
+    class Node:
+        def __init__(self) -> None:
+            self.cfg, self.root = cfg, tmp_path
+
+        def set(self, **values) -> None:
+            data = json.loads((bin_dir / "node.json").read_text())
+            data.update(values)
+            (bin_dir / "node.json").write_text(json.dumps(data))
+
+        def slurm(self) -> dict:
+            return json.loads((bin_dir / "node.json").read_text())
+
+        def updates(self) -> list[str]:
+            log = bin_dir / "calls.log"
+            return [ln for ln in log.read_text().splitlines() if ln.startswith("update")] if log.exists() else []
+
+    return Node()
+
+
+def test_a_real_scontrol_line_gives_state_and_reason():
+    drained = parse_node(REAL_DRAINED)
+    assert drained.state == "UNKNOWN+DRAIN" and drained.reason == "admin: bad fan"
+    assert drained.drained and not drained.drained_by(PREFIX)
+    idle = parse_node(REAL_IDLE)
+    assert idle.state == "IDLE" and idle.reason == "" and not idle.drained
+    assert parse_node("slurm_load_node error: Invalid node name specified") is None
+
+
+def test_the_reason_names_prefix_check_and_evidence_in_one_bounded_line():
+    text = reason_text(PREFIX, [("health.munge", "munge: Error:\nFailed = socket"), ("health.mount[/shared]", "")])
+    assert text == f"{PREFIX}: health.munge: munge: Error: Failed : socket; health.mount[/shared]"
+    assert len(reason_text(PREFIX, [("health.config", "x" * 500)])) == 200
+
+
+def test_a_healthy_node_is_left_alone(node):
+    record = one_pass(node.cfg)
+    assert record.ok and record.action == "none" and node.updates() == []
+    saved = json.loads((node.cfg.state_dir / "last.json").read_text())
+    assert saved["ok"] is True and {c["check"] for c in saved["checks"]} == {"health.munge", "health.config"}
+
+
+def test_a_failed_check_drains_with_the_prefix_and_a_pass_resumes(node):
+    Path(next(iter(node.cfg.files))).write_text("ClusterName=edited\n")
+    record = one_pass(node.cfg)
+    assert not record.ok and record.action == "drained"
+    assert node.slurm()["state"] == "IDLE+DRAIN"
+    assert node.slurm()["reason"].startswith(f"{PREFIX}: health.config: ") and "slurm.conf" in node.slurm()["reason"]
+    assert one_pass(node.cfg).action == "still drained" and len(node.updates()) == 1  # no second update
+    Path(next(iter(node.cfg.files))).write_text("ClusterName=t\n")
+    assert one_pass(node.cfg).action == "resumed"
+    assert node.slurm() == {"state": "IDLE", "reason": ""}
+
+
+def test_a_drain_with_another_reason_is_never_touched(node):
+    node.set(state="IDLE+DRAIN", reason="admin: bad fan")
+    assert one_pass(node.cfg).action == "none"
+    Path(next(iter(node.cfg.files))).write_text("changed\n")
+    assert one_pass(node.cfg).action == "left alone"
+    assert node.slurm()["reason"] == "admin: bad fan" and node.updates() == []
+
+
+def test_munge_down_without_a_private_munged_reports_instead_of_hanging(node):
+    (node.root / "munge_down").touch()
+    record = one_pass(node.cfg)
+    assert not record.ok and record.action.startswith("slurmctld unreachable: munge is down")
+    assert [c["detail"] for c in record.checks if c["check"] == "health.munge"] == [
+        "munge: Error: Failed to access socket"]
+
+
+def test_an_unanswering_slurmctld_ends_the_pass_within_its_deadline(node):
+    node.set(sleep=30)
+    began = time.monotonic()
+    record = one_pass(node.cfg)
+    assert time.monotonic() - began < node.cfg.deadline_s + 1.5
+    assert record.action.startswith("slurmctld unreachable")
+    node.set(sleep=0, down=True)
+    assert "Unable to contact slurm controller" in one_pass(node.cfg).action
+
+
+def test_a_missing_mount_fails_and_a_mounted_one_passes(node, tmp_path):
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text("36 35 98:0 / /shared rw,noatime master:1 - fuse.glusterfs srv:/shared rw\n"
+                         "37 35 98:0 / /with\\040space rw - ext4 /dev/x rw\n")
+    assert checks.mounted(mountinfo.read_text()) == {"/shared", "/with space"}
+    cfg = HealthConfig(node="n", mounts=("/shared", "/scratch"), commands={**node.cfg.commands, "stat": "/bin/true"})
+    found = {r.subject: r for r in checks.mounts(cfg, Deadline(3), mountinfo)}
+    assert found["/shared"].verdict == "pass"
+    assert found["/scratch"].verdict == "fail" and found["/scratch"].detail == "/scratch is not mounted"
+
+
+def test_a_mount_that_does_not_answer_fails_within_the_deadline(node, tmp_path):
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text("36 35 98:0 / /shared rw - fuse.glusterfs srv:/shared rw\n")
+    hung = _script(tmp_path / "stat", "#!/bin/sh\nexec sleep 60\n")
+    cfg = HealthConfig(node="n", mounts=("/shared",), commands={**node.cfg.commands, "stat": hung})
+    began = time.monotonic()
+    [result] = checks.mounts(cfg, Deadline(1.0), mountinfo)
+    assert time.monotonic() - began < 2.0
+    assert result.verdict == "fail" and "no answer before the deadline" in result.detail
+
+
+XID_79 = "[  100.1] NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus.\n"
+XID_13 = "[   50.0] NVRM: Xid (PCI:0000:18:00): 13, pid=1234, Graphics Exception: ESR 0x404600\n"
+
+
+def test_xids_already_in_the_log_are_the_baseline_and_a_new_fatal_one_stays_until_reboot():
+    cfg = HealthConfig(node="gpu01", gpu=GpuExpectation("H100-SXM", 8))
+    memory: dict = {}
+    log = XID_13
+
+    def reader(_timeout: float) -> tuple[str, str]:
+        return log, "journalctl -k"
+
+    assert gpu.xid_check(cfg, memory, reader, this_boot="b1").verdict == "pass"  # first pass: baseline
+    log = XID_13 + XID_79
+    failed = gpu.xid_check(cfg, memory, reader, this_boot="b1")
+    assert failed.verdict == "fail" and "Xid 79" in failed.detail and failed.value == 1
+    assert gpu.xid_check(cfg, memory, reader, this_boot="b1").verdict == "fail"  # sticky in this boot
+    log = ""
+    assert gpu.xid_check(cfg, memory, reader, this_boot="b2").verdict == "pass"  # rebooted
+
+
+def test_nvml_checks_drain_only_on_what_means_take_the_node_out():
+    from provision.certify.probe.nvml import NvmlSnapshot
+    cfg = HealthConfig(node="gpu01", gpu=GpuExpectation("H100-SXM", 8))
+    results = gpu.nvml_checks(cfg, snapshot=lambda: NvmlSnapshot(available=False, reason="driver not loaded"))
+    assert {r.check for r in results if r.verdict == "fail"} == {"health.gpu.nvml", "health.gpu.count"}
+    assert gpu.nvml_checks(HealthConfig(node="cpu01")) == []
+
+
+def test_the_command_line_exits_2_on_a_bad_config_and_prints_json(node, tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert main(["--config", str(bad)]) == 2
+    assert "'node'" in capsys.readouterr().err
+    good = tmp_path / "health.json"
+    good.write_text(json.dumps({"node": "compute01", "state_dir": str(node.cfg.state_dir), "slurmd": False,
+                                "files": node.cfg.files, "commands": node.cfg.commands}))
+    assert main(["--config", str(good), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["ok"] is True and printed["trigger"] == "once"
+    assert os.path.exists(node.cfg.state_dir / "memory.json")
+
+
+def test_a_file_rewritten_just_after_the_health_config_only_warns_until_it_settles(tmp_path):
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("new\n")
+    os.utime(conf, (1000.0, 1000.0))
+    cfg = HealthConfig(node="n", files={str(conf): "0" * 40}, written=900.0)  # the deploy is writing it now
+    assert checks.config_files(cfg, now=1010.0).verdict == "warn"
+    assert checks.config_files(cfg, now=1000.0 + checks.SETTLE_S + 1).verdict == "fail"  # a drift that stayed
+    assert checks.config_files(HealthConfig(node="n", files=cfg.files, written=1100.0), now=1010.0).verdict == "fail"
