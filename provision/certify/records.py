@@ -28,12 +28,32 @@ class NetMatrix:
 
 
 @dataclass(frozen=True)
+class NodeInventory:
+    """What one node runs, as its probe read it: each entry a version string or "n/a"; a VBIOS per GPU."""
+
+    kernel: str
+    os: str
+    slurm: str
+    nccl: str
+    driver: str
+    cuda: str
+    vbios: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
+        return {"kernel": self.kernel, "os": self.os, "slurm": self.slurm, "nccl": self.nccl,
+                "driver": self.driver, "cuda": self.cuda, "vbios": list(self.vbios)}
+
+
+@dataclass(frozen=True)
 class NodeResult:
     """Every check about one node, and the node's verdict (the worst of them)."""
 
     name: str
     checks: tuple[CheckResult, ...]
     gpu_model: str | None = None
+    group: str | None = None  # the spec's node group
+    inventory: NodeInventory | None = None  # None when the probe did not run on the node
 
     @property
     def verdict(self) -> Verdict:
@@ -42,7 +62,8 @@ class NodeResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON."""
-        return {"name": self.name, "gpu_model": self.gpu_model, "verdict": self.verdict,
+        return {"name": self.name, "gpu_model": self.gpu_model, "group": self.group, "verdict": self.verdict,
+                "inventory": self.inventory.to_dict() if self.inventory else None,
                 "checks": [c.to_dict() for c in self.checks]}
 
 
@@ -57,6 +78,8 @@ class ClusterReport:
     nodes: tuple[NodeResult, ...]
     checks: tuple[CheckResult, ...] = ()  # cluster-wide (node is None), e.g. the all-node NCCL run
     network: NetMatrix | None = None
+    tool_version: str | None = None  # gpu-provision's version that ran the certification
+    spec_digest: str | None = None  # "sha256:<hex>" of the spec certified against (provision.spec.digest)
 
     @property
     def verdict(self) -> Verdict:

@@ -46,6 +46,7 @@ from provision.certify.report import ReportPaths, write_to_state
 from provision.errors import CertifyError, UsageError
 from provision.lock import cluster_lock
 from provision.records import ClusterInfo, NodeInfo, Progress, silent
+from provision.spec import digest
 from provision.spec.model import ClusterSpec
 from provision.state import ClusterState
 
@@ -137,7 +138,8 @@ def collect(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions,
             _cleanup(run, fleet)
     return assemble(cluster=cluster.name, level=options.level, nodes=cluster.nodes, probes=run.probes,
                     started_at=started, finished_at=now_iso(), fs_verify=run.fs_verify, nccl=run.nccl,
-                    pairs=run.pairs, extra_checks=run.checks, probed=[n.name for n in run.compute])
+                    pairs=run.pairs, extra_checks=run.checks, probed=[n.name for n in run.compute],
+                    spec_digest=digest.of_spec(spec))
 
 
 def _expectation(run: Session, node: NodeInfo) -> str:

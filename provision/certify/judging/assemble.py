@@ -9,6 +9,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from provision import __version__
 from provision.certify import catalogue
 from provision.certify.judging import netmatrix, thresholds
 from provision.certify.judging.judge import Sample, judge
@@ -17,7 +18,8 @@ from provision.certify.judging.netmatrix import PairResult
 from provision.certify.probe import PROBE_VERSION
 from provision.certify.probe.document import ProbeDocument
 from provision.certify.probe.records import CheckResult, Measurement
-from provision.certify.records import ClusterReport, NetMatrix, NodeResult
+from provision.certify.probe.software import NA, SoftwareInventory
+from provision.certify.records import ClusterReport, NetMatrix, NodeInventory, NodeResult
 from provision.errors import CertifyError
 from provision.records import NodeInfo
 
@@ -46,12 +48,14 @@ def parse_probe_output(text: str, node: str) -> ProbeDocument:
 def assemble(*, cluster: str, level: str, nodes: Sequence[NodeInfo], probes: Mapping[str, ProbeDocument],
              started_at: str, finished_at: str, fs_verify: Mapping[str, ProbeDocument] | None = None,
              nccl: Sequence[NcclJob] = (), pairs: Sequence[PairResult] = (),
-             extra_checks: Sequence[CheckResult] = (), probed: Sequence[str] | None = None) -> ClusterReport:
+             extra_checks: Sequence[CheckResult] = (), probed: Sequence[str] | None = None,
+             spec_digest: str | None = None) -> ClusterReport:
     """Every input judged; nodes in the order given; cluster-wide checks after the node results.
 
     `probed` names the nodes the probe was meant to run on (default: all); the others (a controller that
     is no compute node) get no slurm.srun and no fs.checksum check, only what extra_checks says about them;
-    with `probed` given, only nodes whose probe ran read the other nodes' files (fs.checksum)."""
+    with `probed` given, only nodes whose probe ran read the other nodes' files (fs.checksum). The report names
+    this tool's version and `spec_digest`, the spec's fingerprint (provision.spec.digest)."""
     names = [n.name for n in nodes]
     readers = names if probed is None else [n for n in probed if n in probes and probes[n].mode == "probe"]
     probed = names if probed is None else list(probed)
@@ -79,8 +83,23 @@ def assemble(*, cluster: str, level: str, nodes: Sequence[NodeInfo], probes: Map
             per_node[result.node].append(result)
     for result in extra_checks:
         (per_node[result.node] if result.node in per_node else cluster_checks).append(result)
-    node_results = tuple(NodeResult(n.name, tuple(per_node[n.name]), n.gpu_model) for n in nodes)
-    return ClusterReport(cluster, level, started_at, finished_at, node_results, tuple(cluster_checks), matrix)
+    node_results = tuple(NodeResult(n.name, tuple(per_node[n.name]), n.gpu_model, n.group,
+                                    node_inventory(probes.get(n.name)) if n.name in probed else None)
+                         for n in nodes)
+    return ClusterReport(cluster, level, started_at, finished_at, node_results, tuple(cluster_checks), matrix,
+                         tool_version=__version__, spec_digest=spec_digest)
+
+
+def node_inventory(doc: ProbeDocument | None) -> NodeInventory | None:
+    """Kernel, OS, Slurm and NCCL from the probe's software reading; driver, CUDA and VBIOS from its NVML
+    snapshot ("n/a" where either is missing); None without a probe document of this version."""
+    if not doc or doc.mode != "probe" or doc.probe_version != PROBE_VERSION:
+        return None
+    soft = SoftwareInventory.from_dict(doc.software)
+    nvml = doc.nvml if isinstance(doc.nvml, dict) and doc.nvml.get("available") else {}
+    vbios = tuple(str(g.get("vbios") or NA) for g in nvml.get("gpus") or [] if isinstance(g, dict))
+    return NodeInventory(soft.kernel, soft.os, soft.slurm, soft.nccl, str(nvml.get("driver_version") or NA),
+                         str(nvml.get("cuda_driver_version") or NA), vbios)
 
 
 def _probe_checks(node: NodeInfo, doc: ProbeDocument | None) -> list[CheckResult]:

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 from provision.certify.probe import nvml
 from provision.certify.probe import health, xid
-from provision.certify.probe import PROBE_VERSION, bench, dcgm, fs, pci, system
+from provision.certify.probe import PROBE_VERSION, bench, dcgm, fs, pci, software, system
 from provision.certify.probe.document import ProbeDocument
 from provision.certify.probe.expect import NodeExpectation
 from provision.certify.probe.health import LoadSummary
@@ -39,6 +39,7 @@ def run(expect: NodeExpectation, level: str, *, gpubench: str | None = None,
     return ProbeDocument(mode="probe", node=expect.node, hostname=socket.gethostname(), level=level,
                          run_id=expect.run_id, started_at=started_at, nvml=snap.to_dict(), gpubench=bench_doc,
                          rdma=tuple(ports), fs=fs_doc, nvswitches=switches.to_dict(),
+                         software=software.read().to_dict(),
                          checks=tuple(checks + fs_checks), measurements=tuple(measurements + fs_measurements),
                          duration_s=round(time.monotonic() - started, 1))
 

@@ -21,7 +21,7 @@ _HEADER = ("probe_version", "mode", "node", "hostname", "level", "run_id", "star
 
 @dataclass(frozen=True)
 class ProbeDocument:
-    """One node's report. Raw readings (nvml, gpubench, fs, fs_verify, nvswitches) stay plain data for the reports."""
+    """One node's report. Raw readings (nvml, gpubench, fs, fs_verify, nvswitches, software) stay plain data."""
 
     mode: str  # one of MODES
     probe_version: int | None = PROBE_VERSION
@@ -36,6 +36,7 @@ class ProbeDocument:
     fs: dict | None = None  # fs.write_and_read(): path, sizes, checksums, rates, error
     nvswitches: dict | None = None  # NvSwitchScan.to_dict()
     fs_verify: dict | None = None  # fs.verify(): every node's file of the run, read back
+    software: dict | None = None  # software.SoftwareInventory.to_dict(): kernel, OS, Slurm, NCCL
     checks: tuple[CheckResult, ...] = ()
     measurements: tuple[Measurement, ...] = ()
     duration_s: float | None = None
@@ -84,7 +85,7 @@ class ProbeDocument:
         header = {key: data.get(key) for key in _HEADER if key in data}
         if data.get("probe_version") != PROBE_VERSION:
             return cls(**header)
-        body = {key: data.get(key) for key in ("nvml", "gpubench", "fs", "nvswitches", "fs_verify")}
+        body = {key: data.get(key) for key in ("nvml", "gpubench", "fs", "nvswitches", "fs_verify", "software")}
         try:
             typed = {"checks": tuple(CheckResult.from_dict(c) for c in data.get("checks", [])),
                      "measurements": tuple(Measurement.from_dict(m) for m in data.get("measurements", [])),

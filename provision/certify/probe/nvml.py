@@ -92,6 +92,7 @@ class GpuRecord:
     compute_pids: list[int] | None = None
     mig_current: bool | None = None
     mig_pending: bool | None = None
+    vbios: str | None = None  # e.g. "96.00.74.00.01"
     unsupported: list[str] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
     error: str | None = None  # the whole GPU could not be read
@@ -322,4 +323,5 @@ _READERS: list[tuple[str, Callable[[Any], Any]]] = [
     ("power_limit_w", lambda h: pynvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0),  # mW
     ("compute_pids", lambda h: [int(p.pid) for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h)]),
     ("mig_current", _mig),
+    ("vbios", lambda h: _text(pynvml.nvmlDeviceGetVbiosVersion(h))),
 ]

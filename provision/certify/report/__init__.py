@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from provision.certify.records import ClusterReport
-from provision.certify.report import html, json_report, junit
+from provision.certify.report import html, index, json_report, junit
 from provision.state import ClusterState, write_private
 
 
@@ -31,7 +31,10 @@ def write_reports(report: ClusterReport, directory: Path) -> ReportPaths:
 
 
 def write_to_state(report: ClusterReport, state: ClusterState, *, stamp: str | None = None) -> ReportPaths:
-    """Write under the cluster's reports directory, one folder per run named by UTC time and level."""
+    """Write under the cluster's reports directory, one folder per run named by UTC time and level, and rebuild
+    the index of every run there (reports/index.html)."""
     stamp = stamp or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     state.ensure("reports")
-    return write_reports(report, state.reports_dir / f"{stamp}-{report.level}")
+    paths = write_reports(report, state.reports_dir / f"{stamp}-{report.level}")
+    index.write(state.reports_dir)
+    return paths

@@ -9,8 +9,10 @@ from provision.certify.judging import thresholds
 from provision.certify.records import ClusterReport
 
 SCHEMA_ID = "gpu-provision/certify-report"
-SCHEMA_VERSION = "1.1"  # major bump when a field changes meaning or goes away; minor when one is added
+SCHEMA_VERSION = "1.2"  # major bump when a field changes meaning or goes away; minor when one is added
 # 1.1: a check may carry "action", what to do about it (e.g. "reset_gpu" for an Xid); null when none applies
+# 1.2: "tool_version" and "spec_digest" in the header; per node its "group" and "inventory" (kernel, OS, Slurm,
+#      NCCL, driver, CUDA, VBIOS per GPU; null when the probe did not run there)
 SCHEMA_FILE = "report-v1.schema.json"
 
 
@@ -20,6 +22,8 @@ def to_document(report: ClusterReport) -> dict[str, Any]:
         "schema": SCHEMA_ID,
         "schema_version": SCHEMA_VERSION,
         "cluster": report.cluster,
+        "tool_version": report.tool_version,
+        "spec_digest": report.spec_digest,
         "level": report.level,
         "started_at": report.started_at,
         "finished_at": report.finished_at,

@@ -175,8 +175,10 @@ def test_inventory_shows_what_the_report_carries_and_nothing_else(page):
     assert "<td>999</td><td>H100-SXM</td><td>8</td><td>570.124.06</td><td>12.8</td><td>gpu0001</td>" in \
         section.replace('<td class="num">', "<td>")
     assert "<td>565.57.01</td><td>12.8</td><td>gpu0900</td>" in section
-    assert len(re.findall(r"<tr><td>gpu\d{4}</td>", section)) == NODE_COUNT
+    assert len(re.findall(r"<tr( class=\"odd-node\")?><td>gpu\d{4}</td>", section)) == NODE_COUNT
     assert not re.search(r"VBIOS|kernel|Slurm|NCCL", section)
+    assert re.findall(r'<tr class="odd-node"><td>(gpu\d{4})</td>', section) == [DRIVER_NODE]  # off its peers' driver
+    assert '<td class="odd">565.57.01</td>' in section
 
 
 def test_page_names_the_tool_version(page):

@@ -17,6 +17,7 @@ from provision.certify.control.srun import NODE_MARK
 from provision.certify.probe import collect
 from provision.certify.probe.expect import NodeExpectation
 from provision.records import ClusterInfo, NodeInfo
+from provision.spec import digest
 from provision.spec.model import ClusterSpec
 
 SPEC = ClusterSpec.model_validate({
@@ -191,6 +192,7 @@ def test_healthy_cluster_passes_with_gpu_checks_not_applicable(sandbox):
     assert "6 ranks on 3 nodes" in mpi.detail and "8 MiB allreduce 12.5 ms" in mpi.detail
     assert report.network.nodes == tuple(ROLES) and report.network.tool == "iperf3"
     assert any("kill 4242" in c for _, c in sandbox.log)
+    assert report.spec_digest == digest.of_spec(SPEC) and report.tool_version
 
 
 @pytest.mark.parametrize("fault, node, checks", [
