@@ -91,22 +91,27 @@ def private_munge(cfg: HealthConfig, deadline: Deadline) -> Iterator[dict[str, s
     """A munged of our own (the node's key, a private socket) and the env that points scontrol at it (a copy of
     slurm.conf with AuthInfo=socket=...); yields None when it cannot start. Stopped by its pid on leaving."""
     folder = Path(tempfile.mkdtemp(prefix="gpu-provision-health-"))
-    pid_file = folder / "munged.pid"
+    try:
+        yield _start_munged(cfg, deadline, folder)
+    finally:
+        _stop(folder / "munged.pid")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _start_munged(cfg: HealthConfig, deadline: Deadline, folder: Path) -> dict[str, str] | None:
+    """Start the private munged in `folder` (owned by munge, as munged requires); the env for scontrol, or None."""
     try:
         folder.chmod(0o755)
         shutil.chown(folder, user="munge")
         conf = folder / "slurm.conf"
         lines = [ln for ln in cfg.slurm_conf.read_text().splitlines() if not ln.startswith("AuthInfo=")]
         conf.write_text("\n".join([*lines, f"AuthInfo=socket={folder}/munge.socket", ""]))
-        started = run([cfg.commands["runuser"], "-u", "munge", "--", cfg.commands["munged"],
-                       f"--socket={folder}/munge.socket", f"--pid-file={pid_file}", f"--seed-file={folder}/seed",
-                       f"--log-file={folder}/munged.log", f"--key-file={cfg.munge_key}"], deadline, cap_s=3.0)
-        yield {**os.environ, "SLURM_CONF": str(conf)} if started.ok else None
     except (OSError, LookupError):
-        yield None
-    finally:
-        _stop(pid_file)
-        shutil.rmtree(folder, ignore_errors=True)
+        return None
+    started = run([cfg.commands["runuser"], "-u", "munge", "--", cfg.commands["munged"],
+                   f"--socket={folder}/munge.socket", f"--pid-file={folder}/munged.pid", f"--seed-file={folder}/seed",
+                   f"--log-file={folder}/munged.log", f"--key-file={cfg.munge_key}"], deadline, cap_s=3.0)
+    return {**os.environ, "SLURM_CONF": str(conf)} if started.ok else None
 
 
 def _stop(pid_file: Path, wait_s: float = 1.0) -> None:
