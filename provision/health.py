@@ -13,7 +13,6 @@ from provision.records import ClusterInfo
 from provision.remote import CommandResult, run_across
 
 STATE_DIR = "/var/lib/gpu-provision/health"  # the slurm role's slurm_health_state_dir
-PREFIX = "gpu-provision-health"  # nodehealth.PREFIX: the drain reasons it sets
 
 
 @dataclass(frozen=True)
