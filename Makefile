@@ -9,10 +9,10 @@ DEMO_SPEC := $(DEMO_DIR)/cluster.yaml
 export DEBIAN_FRONTEND := noninteractive
 
 # Debian packages: venv support, SSH client, the sandbox (namespaces, bridge, overlay, debootstrap,
-# apt proxy, tc), gpg for the stand-in NVIDIA repository fixture, headless Chromium for the HTML report test,
-# tmux for the test of the live deploy view on a terminal.
+# apt proxy, tc), gpg for the stand-in NVIDIA and Slurm site repository fixtures (dpkg-dev: dpkg-scanpackages for
+# the latter), headless Chromium for the HTML report test, tmux for the test of the live deploy view on a terminal.
 APT_PACKAGES := python3-venv openssh-client iproute2 iputils-ping debootstrap apt-cacher-ng zstd \
-	ca-certificates gpg chromium tmux
+	ca-certificates gpg dpkg-dev chromium tmux
 
 .PHONY: help deps venv test demo demo-down lint clean examples
 

@@ -23,12 +23,13 @@ from pathlib import Path
 
 SPEC = """\
 name: dbench{nodes}
-provider: {{type: sandbox, subnet: 10.93.{octet}.0/24}}
+provider: {{type: sandbox, subnet: 10.93.{octet}.0/24, os: {os}}}
 node_groups:
   - {{name: ctl, roles: [controller], count: 1}}
   - {{name: cn, roles: [compute, storage], count: {compute}}}
 filesystem: {{type: {filesystem}, replica: 2}}
 """
+DEFAULT_OS = "debian-13"
 RESULTS = {"runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable"}
 PACKAGE_ACTIONS = {"apt", "package", "dpkg_selections", "apt_repository"}
 # Actions that run in Ansible on the controller only (no connection to the node).
@@ -199,7 +200,7 @@ def measure(nodes: int, top: int, filesystem: str = "none") -> None:
     """Cold up (no certify), a re-run deploy, down; the profile of both deploys."""
     spec = Path(tempfile.mkdtemp()) / f"dbench{nodes}.yaml"
     compute = nodes - 1 if filesystem == "none" or (nodes - 1) % 2 == 0 else nodes - 2
-    spec.write_text(SPEC.format(nodes=nodes, octet=nodes, compute=compute, filesystem=filesystem))
+    spec.write_text(SPEC.format(nodes=nodes, octet=nodes, compute=compute, filesystem=filesystem, os=DEFAULT_OS))
     timed_cli("down", str(spec))
     try:
         cpu, result = timed_cli("up", str(spec), "--skip-certify", "--quiet")

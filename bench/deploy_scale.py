@@ -1,7 +1,9 @@
 """Time `provision up` (nodes + inventory + preflight + deploy, no certify) from nothing, then a re-run deploy.
 
-Run as root: .venv/bin/python bench/deploy_scale.py [--nodes 4 16] [--filesystem none|glusterfs] [--profile N]
-Prints cold, re-run and down per size, then the per-node marginal cost between the smallest and largest size;
+Run as root: .venv/bin/python bench/deploy_scale.py [--nodes 4 16] [--os debian-13 debian-12]
+                                                   [--filesystem none|glusterfs] [--profile N]
+Prints cold, re-run and down per size (for each node OS asked for), then the per-node marginal cost between the
+smallest and largest size;
 --profile N adds the N slowest tasks of each deploy (bench/deploy_profile.py).
 Figures depend on the apt proxy's cache: the first run on a machine also downloads every package.
 Targets on a 2-core machine with nothing else running (issue 22): marginal cold <= 4 s per node, re-run of 4
@@ -17,15 +19,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from deploy_profile import SPEC, last_deploy_run, load_events, profile, report, timed_cli  # noqa: E402
+from deploy_profile import DEFAULT_OS, SPEC, last_deploy_run, load_events, profile, report, timed_cli  # noqa: E402
 
 
-def measure(nodes: int, filesystem: str, top: int) -> dict[str, float]:
+def measure(nodes: int, filesystem: str, top: int, os_name: str = DEFAULT_OS) -> dict[str, float]:
     """Cold up, re-run deploy (must be changed=0), down; print one line per step; the seconds of each."""
     spec = Path(tempfile.mkdtemp()) / f"dbench{nodes}.yaml"
     compute = nodes - 1 if filesystem == "none" or (nodes - 1) % 2 == 0 else nodes - 2
-    spec.write_text(SPEC.format(nodes=nodes, octet=nodes, compute=compute, filesystem=filesystem))
+    spec.write_text(SPEC.format(nodes=nodes, octet=nodes, compute=compute, filesystem=filesystem, os=os_name))
     size, figures = compute + 1, {}
+    print(f"-- {size} nodes on {os_name}", flush=True)
     timed_cli("down", str(spec))
     try:
         cpu, result = timed_cli("up", str(spec), "--skip-certify", "--quiet")
@@ -61,12 +64,15 @@ def main() -> None:
     """Measure each size in turn, then the marginal cost between the first and the last."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, nargs="+", default=[4, 16])
+    parser.add_argument("--os", nargs="+", default=[DEFAULT_OS], choices=["debian-13", "debian-12"],
+                        help="the sandbox nodes' release(s), measured one after the other")
     parser.add_argument("--filesystem", default="none", choices=["none", "glusterfs"])
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="print the N slowest tasks of each deploy")
     args = parser.parse_args()
-    results = [measure(nodes, args.filesystem, args.profile) for nodes in args.nodes]
-    if len(results) > 1:
-        print(marginal(results[0], results[-1]))
+    for os_name in args.os:
+        results = [measure(nodes, args.filesystem, args.profile, os_name) for nodes in args.nodes]
+        if len(results) > 1:
+            print(f"{os_name}: {marginal(results[0], results[-1])}", flush=True)
 
 
 if __name__ == "__main__":

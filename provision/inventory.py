@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from provision import hardware, slurm_layout, ssh_options
+from provision import hardware, slurm_layout, slurm_packages, ssh_options
 from provision.errors import UsageError
 from provision.records import ClusterInfo
 from provision.spec.model import ROLES, ClusterSpec
@@ -51,6 +51,7 @@ def render(spec: ClusterSpec, cluster: ClusterInfo) -> dict[str, str]:
         "controller": cluster.controller.name,
         "slurm_nodes": slurm_layout.node_entries(cluster, recorded),
         "slurm_partitions": slurm_layout.partition_entries(cluster, recorded),
+        "slurm_repository": slurm_packages.repository_vars(spec.software.slurm),
         "munge_key_file": str(state.secrets.munge_key),
         "db_password_file": str(state.secrets.db_password),
     }

@@ -117,7 +117,8 @@ def preflight(spec: ClusterSpec, cluster: ClusterInfo | None = None, accept_new_
     cluster = cluster or current_cluster(spec)
     state = ClusterState.for_spec(spec)
     with cluster_lock(state, "preflight"):  # it records the nodes' hardware in the cluster's state
-        report = run_preflight(cluster, accept_new_host_keys, concurrency)
+        report = run_preflight(cluster, accept_new_host_keys, concurrency,
+                               slurm_source=spec.software.slurm.source)
         hardware.record(state, report.hardware())
     return report
 

@@ -80,17 +80,22 @@ def list_(json_out: JsonOpt = False) -> None:
 
 
 def status(spec: SpecArg, json_out: JsonOpt = False) -> None:
-    """List the cluster's nodes with address and state."""
-    from provision import lifecycle
+    """List the cluster's nodes with address and state, and what each running node runs (OS, Slurm version)."""
+    from provision import lifecycle, node_software
     from provision.spec.loader import load_spec
 
     cluster = lifecycle.status(load_spec(spec))
+    software = node_software.read(cluster)
     if json_out:
-        print_json(cluster.model_dump(mode="json"))
+        print_json({**cluster.model_dump(mode="json"), "software": {k: asdict(v) for k, v in software.items()}})
         return
-    table = Table("node", "group", "roles", "address", "state", title=f"{cluster.name} ({cluster.provider})")
+    table = Table("node", "group", "roles", "address", "state", "os", "slurm",
+                  title=f"{cluster.name} ({cluster.provider})")
     for node in cluster.nodes:
-        table.add_row(node.name, node.group, ",".join(node.roles), node.address or "-", node.state)
+        found = software.get(node.name)
+        os_text = (found.error and f"unreadable: {found.error}") or found.os if found else None
+        table.add_row(node.name, node.group, ",".join(node.roles), node.address or "-", node.state, os_text or "-",
+                      (found.slurm if found else None) or "-")
     out.print(table)
 
 

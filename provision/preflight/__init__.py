@@ -5,17 +5,18 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 
-from provision import hardware
+from provision import hardware, platforms
 from provision.hardware import NodeHardware
 from provision.adaptors import ssh
 from provision.errors import ConnectionFailure
-from provision.preflight.judge import clock_check, judge, parse_facts
-from provision.preflight.records import Check, NodeReport, PreflightReport
+from provision.preflight.judge import clock_check, judge, parse_facts, slurm_series
+from provision.preflight.records import Check, NodeReport, PreflightReport, os_of
 from provision.records import ClusterInfo, NodeInfo
 from provision.remote import ssh_target
 from provision.state import ClusterState
 
 DEFAULT_CONCURRENCY = 32
+SLURM_ROLES = ("controller", "compute", "login")  # the nodes the slurm role runs on
 
 
 def _probe_script() -> str:
@@ -50,8 +51,10 @@ def _quote(script: str) -> str:
 
 
 def run_preflight(cluster: ClusterInfo, accept_new_host_keys: bool = False,
-                  concurrency: int = DEFAULT_CONCURRENCY, timeout: float = 10.0) -> PreflightReport:
-    """Check every node in parallel (bounded), then judge clocks against the controller."""
+                  concurrency: int = DEFAULT_CONCURRENCY, timeout: float = 10.0,
+                  slurm_source: str = "distribution") -> PreflightReport:
+    """Check every node in parallel (bounded), then judge clocks against the controller and, when Slurm comes from
+    the OS archive (`slurm_source`, the spec's software.slurm.source), that every Slurm node ships one Slurm series."""
     start = time.monotonic()
     workers = max(1, min(concurrency, len(cluster.nodes)))
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -62,7 +65,19 @@ def run_preflight(cluster: ClusterInfo, accept_new_host_keys: bool = False,
         if report.check("ssh").verdict == "pass":
             offset = None if reference is None or report.clock_offset_s is None else report.clock_offset_s - reference
             report.checks.append(clock_check(offset, cluster.controller.name))
+    if slurm_source == "distribution":
+        _judge_slurm_series(cluster, reports)
     return PreflightReport(reports, time.monotonic() - start)
+
+
+def _judge_slurm_series(cluster: ClusterInfo, reports: list[NodeReport]) -> None:
+    """Add a failed check to each Slurm node whose OS release ships another Slurm series than the controller's."""
+    slurm_nodes = {n.name for n in cluster.nodes if any(n.has_role(r) for r in SLURM_ROLES)}
+    found = {r.name: platforms.match(os_of(r.facts)) for r in reports if r.name in slurm_nodes and r.facts}
+    checks = slurm_series({name: p for name, p in found.items() if p is not None}, cluster.controller.name)
+    for report in reports:
+        if report.name in checks:
+            report.checks.append(checks[report.name])
 
 
 def ensure_hardware(state: ClusterState, cluster: ClusterInfo, concurrency: int = DEFAULT_CONCURRENCY) -> list[str]:

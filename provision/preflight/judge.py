@@ -1,12 +1,15 @@
 """Turn the facts a node reported into verdicts (pure: no I/O, table-testable)."""
 from __future__ import annotations
 
+from collections import Counter
+
+from provision import hostlist, platforms
 from provision.certify.probe.gpus import model_for_pci_device
 from provision.hardware import NodeHardware, excesses
-from provision.preflight.records import Check
+from provision.platforms import Platform
+from provision.preflight.records import Check, os_of
 from provision.records import NodeInfo
 
-SUPPORTED_OS = {("debian", "12"), ("ubuntu", "22.04"), ("ubuntu", "24.04")}
 MIN_DISK_KB = {"fail": 2 * 1024 * 1024, "warn": 10 * 1024 * 1024}
 CLOCK_WARN_S = 1.0
 CLOCK_FAIL_S = 30.0
@@ -26,7 +29,7 @@ def judge(node: NodeInfo, facts: dict[str, str], sandbox: bool = False) -> list[
     """Every fact-based check for one node (a sandbox node's GPUs are stand-in device files, not PCI devices)."""
     gpus = _sandbox_gpus(node, facts) if sandbox else _gpus(node, facts)
     builds_driver = bool(node.gpu_count) and not sandbox  # the driver roles skip stand-in GPUs
-    return [_privilege(facts), _os(facts), _headers(facts, builds_driver),
+    return [_privilege(facts), _os(node, facts), _headers(facts, builds_driver),
             _disk(facts, "/", "disk_root_kb", "disk_root"),
             _disk(facts, "/var", "disk_var_kb", "disk_var"), _python(facts), _resources(node, facts), gpus,
             _fabric(node, facts), _hostname(facts)]
@@ -38,12 +41,17 @@ def _privilege(facts: dict) -> Check:
     return Check("privilege", "fail", "neither root nor passwordless sudo; grant NOPASSWD sudo or log in as root")
 
 
-def _os(facts: dict) -> Check:
-    found = (facts.get("os_id", "unknown"), facts.get("os_version", "unknown"))
-    shown = f"{found[0]} {found[1]}"
-    if found in SUPPORTED_OS:
-        return Check("os", "pass", shown)
-    return Check("os", "fail", f"{shown} is not supported; use Debian 12, Ubuntu 22.04 or 24.04")
+def _os(node: NodeInfo, facts: dict) -> Check:
+    """A supported OS passes (an untested one warns), any other fails in the platform role's words."""
+    found = os_of(facts)
+    platform = platforms.match(found)
+    if platform is None:
+        return Check("os", "fail", platforms.refusal(node.name, found))
+    shown = f"{platform.title} ({platform.codename}), Slurm {platform.slurm_series}"
+    if not platform.tested:
+        return Check("os", "warn", f"{shown}: supported but untested (the roles are written for it; no test "
+                                   "deploys it)")
+    return Check("os", "pass", shown)
 
 
 def _headers(facts: dict, builds_driver: bool) -> Check:
@@ -135,3 +143,26 @@ def clock_check(offset_s: float | None, reference: str) -> Check:
     if abs(offset_s) > CLOCK_FAIL_S:
         return Check("clock", "fail", f"{shown}; fix time sync before deploying (munge rejects skewed clocks)")
     return Check("clock", "warn" if abs(offset_s) > CLOCK_WARN_S else "pass", shown)
+
+
+def slurm_series(nodes: dict[str, Platform], reference: str) -> dict[str, Check]:
+    """With Slurm from the OS archive, every Slurm node must ship the same Slurm series: a failed check on each node
+    whose release ships another series than the reference node's (the controller's; else the most common)."""
+    series = {name: platform.slurm_series for name, platform in nodes.items()}
+    if len(set(series.values())) < 2:
+        return {}
+    wanted = series.get(reference) or Counter(series.values()).most_common(1)[0][0]
+    groups: dict[tuple[str, str], list[str]] = {}
+    for name in sorted(nodes, key=lambda n: (series[n] != wanted, n != reference, n)):
+        groups.setdefault((nodes[name].title, series[name]), []).append(name)
+    parts = [_series_group(names, title, found, first=i == 0)
+             for i, ((title, found), names) in enumerate(groups.items())]
+    detail = (f"{', '.join(parts)}: one Slurm major per cluster; run one OS release on the Slurm nodes, or set "
+              "software.slurm.source: repository with one Slurm version for every release")
+    return {name: Check("slurm_series", "fail", detail) for name, found in series.items() if found != wanted}
+
+
+def _series_group(names: list[str], title: str, series: str, first: bool) -> str:
+    """"compute[01-02] run Debian 12 (Slurm 22.05)"; the verb only in the first group."""
+    verb = ("runs " if len(names) == 1 else "run ") if first else ""
+    return f"{hostlist.compress(names)} {verb}{title} (Slurm {series})"

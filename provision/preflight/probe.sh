@@ -2,7 +2,10 @@
 k=$(uname -r)
 echo "uid=$(id -u)"
 if [ "$(id -u)" = 0 ] || sudo -n true 2>/dev/null; then echo "privilege=yes"; else echo "privilege=no"; fi
-if [ -r /etc/os-release ]; then . /etc/os-release; echo "os_id=${ID:-unknown}"; echo "os_version=${VERSION_ID:-unknown}"; fi
+# The OS as the platform role reads it (os-release(5); /usr/lib/os-release when /etc has none).
+f=/etc/os-release; [ -r "$f" ] || f=/usr/lib/os-release
+if [ -r "$f" ]; then . "$f"; fi
+echo "os_id=${ID:-}"; echo "os_version=${VERSION_ID:-}"; echo "os_name=${NAME:-}"; echo "os_pretty=${PRETTY_NAME:-}"
 echo "kernel=$k"
 if [ -d "/lib/modules/$k/build" ]; then echo "headers=installed"
 elif command -v apt-cache >/dev/null && apt-cache policy "linux-headers-$k" 2>/dev/null | grep -q 'Candidate: [0-9]'; then echo "headers=installable"

@@ -5,6 +5,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from provision.hardware import NodeHardware
+from provision.platforms import NodeOS, describe
 
 Verdict = Literal["pass", "warn", "fail", "n/a"]
 _RANK = {"n/a": 0, "pass": 1, "warn": 2, "fail": 3}
@@ -13,6 +14,12 @@ _RANK = {"n/a": 0, "pass": 1, "warn": 2, "fail": 3}
 def worst(verdicts: list[str]) -> str:
     """The most severe verdict of a list (pass when empty)."""
     return max(verdicts, key=_RANK.__getitem__, default="pass")
+
+
+def os_of(facts: dict[str, str]) -> NodeOS:
+    """The node's os-release fields as the fact probe printed them (probe.sh)."""
+    return NodeOS(facts.get("os_id", ""), facts.get("os_version", ""), facts.get("os_name", ""),
+                  facts.get("os_pretty", ""))
 
 
 @dataclass
@@ -38,6 +45,11 @@ class NodeReport:
     def verdict(self) -> str:
         """The node's worst check."""
         return worst([c.verdict for c in self.checks])
+
+    @property
+    def os(self) -> str:
+        """The node's OS ("Debian 13 (trixie)", "Rocky Linux 9.4"); empty when it did not answer."""
+        return describe(os_of(self.facts)) if self.facts else ""
 
     def check(self, check_id: str) -> Check | None:
         """A check by id, if it ran."""
@@ -69,4 +81,4 @@ class PreflightReport:
     def as_dict(self) -> dict:
         """JSON form for --json (facts included; no key material is ever collected)."""
         return {"verdict": self.verdict, "elapsed_s": round(self.elapsed_s, 3),
-                "nodes": [{**asdict(n), "verdict": n.verdict} for n in self.nodes]}
+                "nodes": [{**asdict(n), "os": n.os, "verdict": n.verdict} for n in self.nodes]}

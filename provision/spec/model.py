@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Union
+from typing import Annotated, ClassVar, Literal, Union
 
 from pydantic import Field, StrictBool, field_validator
 
@@ -10,8 +10,8 @@ from provision import hostlist
 from provision.limits import MAX_NODE_GROUPS, MAX_NODES_PER_CLUSTER, MAX_NODES_PER_GROUP, clip
 from provision.providers import registry
 from provision.spec.section import StrictModel
-from provision.spec.shapes import (Addresses, HostName, Hostlist, LocalPath, MountPoint, RemotePath, Token, Url,
-                                   UserName, shape_error)
+from provision.spec.shapes import (Addresses, AptComponent, AptSuite, DebianVersion, Fingerprint, HostName, Hostlist,
+                                   LocalPath, MountPoint, PackageName, RemotePath, Token, Url, UserName, shape_error)
 
 Role = Literal["controller", "login", "compute", "storage"]
 ROLES: tuple[str, ...] = ("controller", "login", "compute", "storage")
@@ -55,6 +55,9 @@ class NodeGroup(StrictModel):
     instance_type: Token | None = None
     capacity: Literal["on-demand", "spot", "reservation"] = "on-demand"
     capacity_reservation_id: Token | None = None
+    os: str | None = Field(None, pattern=r"^[a-z][a-z0-9]*-[0-9][0-9.]*$",
+                           description="the OS release the group's nodes run, as os-release ID-VERSION_ID: "
+                                       "debian-13, debian-12, ubuntu-24.04; preflight checks it")
 
 
 class NvidiaDriver(StrictModel):
@@ -89,12 +92,43 @@ class Nccl(StrictModel):
     version: str = Field("2.26.2", pattern=r"^\d+\.\d+\.\d+$")
 
 
+_PACKAGES = list[PackageName]
+
+
+class SlurmPackages(StrictModel):
+    """The Slurm packages of each node role, by the names the site repository gives them (Debian's by default;
+    SchedMD's builds name them slurm-smd-*, which conflict with Debian's)."""
+
+    client: _PACKAGES = Field(["slurm-client"], min_length=1, max_length=32, description="every Slurm node")
+    controller: _PACKAGES = Field(["slurmctld"], min_length=1, max_length=32, description="the controller")
+    compute: _PACKAGES = Field(["slurmd"], min_length=1, max_length=32, description="compute nodes")
+    accounting: _PACKAGES = Field(["slurmdbd"], min_length=1, max_length=32,
+                                  description="the controller, with accounting (MariaDB comes from the distribution)")
+
+    def every(self) -> list[str]:
+        """Every package named, once, in role order."""
+        return list(dict.fromkeys(self.client + self.controller + self.compute + self.accounting))
+
+
 class Slurm(StrictModel):
-    """Slurm packages and accounting."""
+    """Slurm packages and accounting: Debian's own, or a site's APT repository pinned to one version."""
 
     source: Literal["distribution", "repository"] = "distribution"
     repository_url: Url | None = None
+    repository_key: LocalPath | None = Field(None, description="the repository's signing key on this machine: an "
+                                             "OpenPGP public key file, armored or binary")
+    repository_key_fingerprint: Fingerprint | None = Field(None, description="the key's fingerprint (40 hex digits); "
+                                                           "apt then accepts only this key's signatures")
+    repository_suite: AptSuite | None = Field(None, description="default: the node's release codename; a flat "
+                                              "repository: ./")
+    repository_components: list[AptComponent] | None = Field(None, max_length=16, description="default: [main]")
+    version: DebianVersion | None = Field(None, description="the exact package version, e.g. 24.11.5-1")
+    packages: SlurmPackages = SlurmPackages()
     accounting: StrictBool = True
+
+    REPOSITORY_FIELDS: ClassVar[tuple[str, ...]] = (
+        "repository_url", "repository_key", "repository_key_fingerprint", "repository_suite", "repository_components",
+        "version", "packages")
 
 
 class Mirrors(StrictModel):

@@ -38,6 +38,11 @@ _AMI_OWNER = re.compile(r"[0-9]{12}|self|amazon|aws-marketplace|aws-backup-vault
 _SSM_PARAMETER = re.compile(r"[A-Za-z0-9_./-]{1,2048}")
 _KEY_PAIR = re.compile(r"[A-Za-z0-9 ._:/()#,@+=-]{1,255}")
 _URL_SCHEMES = ("http", "https")
+_PACKAGE = re.compile(r"[a-z0-9][a-z0-9+.-]{1,99}")
+_DEBIAN_VERSION = re.compile(r"(?:[0-9]{1,9}:)?[0-9][A-Za-z0-9.+~-]{0,126}")
+_APT_SUITE = re.compile(r"[A-Za-z0-9._/-]{1,100}")
+_APT_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}")
+_FINGERPRINT = re.compile(r"[0-9A-F]{40}")
 
 
 def shape_error(message: str, fix: str) -> PydanticCustomError:
@@ -191,6 +196,37 @@ def addresses(value: str | list[str]) -> str | list[str]:
 
 
 Addresses = Annotated[str | list[str], AfterValidator(addresses)]
+
+
+def fingerprint(value: object) -> object:
+    """An OpenPGP v4 fingerprint: 40 hex digits, as gpg prints them (groups of four may be separated by spaces)."""
+    if not isinstance(value, str):
+        return value
+    compact = value.replace(" ", "").upper()
+    if not _FINGERPRINT.fullmatch(compact):
+        raise shape_error("is not an OpenPGP fingerprint (40 hex digits)",
+                          "write the key's fingerprint as `gpg --show-keys KEYFILE` prints it")
+    return compact
+
+
+def apt_suite(value: str) -> str:
+    """A suite (bookworm, stable) or a flat repository's path ending in '/' (./, /); no '..', no spaces."""
+    if not _APT_SUITE.fullmatch(value) or ".." in value.split("/"):
+        raise shape_error("is not an APT suite (letters, digits and . _ / -, no '..')",
+                          "write a suite such as bookworm, or ./ for a flat repository")
+    return value
+
+
+Fingerprint = Annotated[str, BeforeValidator(fingerprint)]
+AptSuite = Annotated[str, AfterValidator(apt_suite)]
+PackageName = Annotated[str, AfterValidator(_matching(
+    _PACKAGE, "is not a Debian package name (lower-case letters, digits and + . -, starting with a letter or "
+    "digit, 2 to 100 characters)", "write e.g. slurmd or slurm-smd-slurmd"))]
+DebianVersion = Annotated[str, AfterValidator(_matching(
+    _DEBIAN_VERSION, "is not a Debian package version ([EPOCH:]UPSTREAM[-REVISION], starting with a digit; "
+    "letters, digits and . + ~ -)", "write the version as `apt-cache policy` shows it, e.g. 24.11.5-1"))]
+AptComponent = Annotated[str, AfterValidator(_matching(
+    _APT_COMPONENT, "is not an APT component (letters, digits and . _ / -)", "write e.g. main"))]
 Token = Annotated[str, AfterValidator(_matching(
     _TOKEN, "is not a name or version (letters, digits and . _ : / -, at most 255 characters)",
     "see the spec reference in the README for this field"))]

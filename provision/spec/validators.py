@@ -11,11 +11,12 @@ from provision import compat, hostlist
 from provision.certify.probe.gpus import GPU_MODELS
 from provision.errors import SpecError
 from provision.providers import registry
-from provision.spec import topology
+from provision.spec import os_checks, topology
 from provision.spec.findings import Finding
 from provision.spec.model import ClusterSpec
 from provision.spec.section import ProviderSection
 from provision.spec.shapes import normal_path
+from provision.spec.slurm_source import check_slurm_source
 
 Validator = Callable[[ClusterSpec], list[Finding]]
 
@@ -224,9 +225,6 @@ def check_versions(spec: ClusterSpec) -> list[Finding]:
                            f"use an NCCL release built for CUDA {default.split('.')[0]} "
                            f"({compat.NCCL_CUDA_MAJORS.get(default.split('.')[0], compat.Rule('', 'none', '')).value})"))
     out += _fabric_manager_findings(spec)
-    if software.slurm.source == "repository" and not software.slurm.repository_url:
-        out.append(Finding("error", "software.slurm.repository_url", "is missing while source is 'repository'",
-                           "set repository_url to the site's Slurm APT repository, or use source: distribution"))
     return out
 
 
@@ -305,7 +303,8 @@ def check_ssh(spec: ClusterSpec) -> list[Finding]:
 
 VALIDATORS: tuple[Validator, ...] = (
     check_group_names, check_group_size, check_host_names, check_addresses, check_roles, check_gpus,
-    check_partitions, check_versions, check_filesystem, check_interconnect, check_ssh,
+    check_partitions, check_versions, check_slurm_source, check_filesystem, check_interconnect, check_ssh,
+    os_checks.check_os, os_checks.check_sandbox_os,
 )
 
 

@@ -1,6 +1,7 @@
 """Shared end-to-end fixtures: one sandbox Slurm cluster per test run, reached over real SSH."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -117,6 +118,10 @@ def slurm_cluster(e2e_spec_path) -> LiveCluster:
     """
     spec = load_spec(e2e_spec_path)
     keep = os.environ.get("PROVISION_E2E_KEEP") == "1"
+    # Two test sessions on one machine (two developers, or a developer beside CI) would take the same cluster
+    # down under each other: the second waits here until the first is done with it.
+    lock = open(f"/tmp/gpu-provision-e2e-{spec.name}.lock", "w")  # noqa: SIM115 - held for the whole session
+    fcntl.flock(lock, fcntl.LOCK_EX)
     if not keep:
         provision("down", str(e2e_spec_path), check=False)  # an interrupted earlier run must not leak into this one
     try:
@@ -125,3 +130,4 @@ def slurm_cluster(e2e_spec_path) -> LiveCluster:
     finally:
         if not keep:
             provision("down", str(e2e_spec_path), check=False)
+        lock.close()

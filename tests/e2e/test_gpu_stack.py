@@ -5,8 +5,11 @@ like nodes rebooted into the new driver (gpu_base_test_fake_loaded_driver).
 
   ctl01  controller, no GPU: every GPU role skips it with one line
   gpu01  fake H100 + NVSwitch, driver from the CUDA repository (branch 570, open modules)
-  gpu02  fake L40S, driver from Debian's own non-free archive (branch 535, userspace packages only),
-         InfiniBand software from Debian (rdma-core, perftest)
+  gpu02  fake L40S, driver from Debian's own non-free archive (branch 550 on Debian 13, 535 on Debian 12;
+         userspace packages only), InfiniBand software from Debian (rdma-core, perftest)
+
+The nodes run the sandbox's default release (Debian 13); the stand-in repository is served under that release's
+directory (debian13), as NVIDIA names it.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ import yaml
 from provision.deploy.engine import DeployOptions, deploy
 from provision.deploy.records import DeployResult
 from provision.lifecycle import get_provider
+from provision.providers.sandbox import releases
 from provision.records import ClusterInfo
 from provision.spec.model import ClusterSpec
 from provision.state import ClusterState
@@ -36,6 +40,8 @@ pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = "570.124.06"  # the newest 570 stand-in; the fixture also has 570.86.15 and 575.51.03
+# The nodes' release: NVIDIA's directory for it, and the driver branch Debian's own non-free archive carries.
+RELEASE = {"debian-12": ("debian12", 535), "debian-13": ("debian13", 550)}[releases.DEFAULT]
 SPEC = {
     "name": "gputest",
     "provider": {"type": "sandbox", "subnet": "10.96.0.0/24"},
@@ -51,7 +57,7 @@ HOST_VARS = {
     "gpu01": {"gpu_base_test_fake_pci_devices": ["10de:2330", "10de:2330", "10de:22a3:0680"],
               "cuda_environment": ["profile", "lmod"]},
     "gpu02": {"gpu_base_test_fake_pci_devices": ["10de:26b9"],
-              "nvidia_driver_source": "distribution", "nvidia_driver_branch": 535,
+              "nvidia_driver_source": "distribution", "nvidia_driver_branch": RELEASE[1],
               "cuda_versions": ["12.2"], "cuda_default_version": "12.2", "rdma_fabric": "infiniband",
               # The sandbox cannot build kernel modules and Debian's DKMS package pulls a compiler:
               # the distribution path installs the userspace half here.
@@ -143,7 +149,7 @@ def gpu_cluster(tmp_path_factory):
     try:
         info = provider.create()
         bridge = info.vars["provision_sandbox_bridge_address"]
-        builder.build(repo_dir, with_headers=False)
+        builder.build(repo_dir, with_headers=False, release=RELEASE[0])
         server = _serve(repo_dir, bridge)
         base = f"http://{bridge}:{server.server_port}"
         mirrors = spec.software.mirrors.model_copy(update={
@@ -175,7 +181,7 @@ def headers_missing(gpu_cluster):
 @pytest.fixture(scope="module")
 def installed(gpu_cluster, headers_missing):
     """The site adds the headers to its repository and deploys again: the whole stack goes in."""
-    gpu_cluster.builder.build(gpu_cluster.repo_dir, with_headers=True)
+    gpu_cluster.builder.build(gpu_cluster.repo_dir, with_headers=True, release=RELEASE[0])
     result = gpu_cluster.deploy("installed")
     gpu_cluster.snapshots.update({f"installed/{n}": gpu_cluster.snapshot(n) for n in ("gpu01", "gpu02")})
     return result
@@ -234,7 +240,7 @@ def test_whole_stack_installs_on_both_gpu_nodes(installed):
 def test_cuda_repository_is_configured_signed_and_from_the_mirror(gpu_cluster, installed):
     sources = gpu_cluster.snapshots["installed/gpu01"]["sources"]
     mirror = gpu_cluster.spec.software.mirrors.cuda_repository
-    assert f"URIs: {mirror}/debian12/x86_64/" in sources
+    assert f"URIs: {mirror}/{RELEASE[0]}/x86_64/" in sources
     assert "Suites: /" in sources and "Signed-By: /etc/apt/keyrings/gpu-provision-cuda.asc" in sources
     assert "trusted" not in sources
 
@@ -296,7 +302,7 @@ def test_distribution_source_installs_debians_own_driver_pinned_and_held(gpu_clu
     snap = gpu_cluster.snapshots["installed/gpu02"]
     packages = _packages(snap)
     version = packages["nvidia-smi"]
-    assert version.startswith("535.") and "deb12" in version  # Debian's build, not a stand-in
+    assert version.startswith(f"{RELEASE[1]}.")  # Debian's build of its own branch, not a stand-in (570, 575)
     assert packages["libnvidia-ml1"] == packages["libcuda1"] == version
     assert {"nvidia-smi", "libnvidia-ml1", "libcuda1", "nvidia-persistenced"} <= set(snap["holds"].split())
     assert "non-free" in snap["debian_sources"] and "Pin: release o=NVIDIA" in snap["pin"]

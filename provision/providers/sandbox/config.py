@@ -6,6 +6,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from provision.providers.sandbox.releases import DEFAULT, OsName
 from provision.spec.section import ProviderSection
 from provision.spec.shapes import BridgeName, Url
 
@@ -19,6 +20,8 @@ class SandboxConfig(ProviderSection):
     subnet: IPv4Network = Field(IPv4Network("10.99.0.0/24"), description="private subnet for the sandbox bridge")
     bridge: BridgeName | None = Field(None, description="bridge name; default derived from the cluster name")
     mirror: Url | None = Field(None, description="Debian mirror URL; default: the one in this machine's apt sources")
+    os: OsName = Field(DEFAULT, description="the nodes' OS: debian-13 (trixie, Slurm 24.11) or debian-12 (bookworm, "
+                                            "Slurm 22.05); one base image is built and cached per release")
 
     simulated: ClassVar[bool] = True
 

@@ -9,11 +9,17 @@ from pathlib import Path
 from provision.errors import SandboxError
 from provision.providers.base import Progress
 
-SUITE = "bookworm"  # Debian 12, the release the roles target
-# systemd-standalone-tmpfiles: packages (mariadb, munge) declare their /run directories as tmpfiles.d entries,
-# which systemd creates at boot and postinst scripts create through systemd-tmpfiles.
-PACKAGES = ("openssh-server", "python3", "python3-apt", "sudo", "iproute2", "iputils-ping", "procps",
-            "systemd-standalone-tmpfiles")
+SUITE = "bookworm"  # Debian 12: the suite of images built before provider.os existed
+PACKAGES = ("openssh-server", "python3", "python3-apt", "sudo", "iproute2", "iputils-ping", "procps")
+# Packages (mariadb, munge) declare their /run directories as tmpfiles.d entries, which systemd creates at boot and
+# postinst scripts create through systemd-tmpfiles. Trixie's minimal base already carries systemd (which provides
+# it, and conflicts with the standalone package); bookworm's needs systemd-standalone-tmpfiles.
+SUITE_PACKAGES = {"bookworm": ("systemd-standalone-tmpfiles",)}
+
+
+def packages(suite: str) -> tuple[str, ...]:
+    """What debootstrap adds to the minimal base of one suite."""
+    return PACKAGES + SUITE_PACKAGES.get(suite, ())
 TIMEOUT_S = 1800
 
 # debootstrap's "I: <Verb> <package>..." lines, grouped into the phases a user cares about.
@@ -22,16 +28,16 @@ _PHASES = {"Retrieving": "downloading packages", "Validating": "downloading pack
            "Unpacking": "unpacking packages", "Configuring": "configuring packages"}
 
 
-def command(target: Path, mirror: str) -> list[str]:
+def command(target: Path, mirror: str, suite: str = SUITE) -> list[str]:
     """The debootstrap invocation for the sandbox base."""
-    return ["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE, str(target), mirror]
+    return ["debootstrap", "--variant=minbase", f"--include={','.join(packages(suite))}", suite, str(target), mirror]
 
 
-def build(target: Path, mirror: str, progress: Progress) -> None:
+def build(target: Path, mirror: str, progress: Progress, suite: str = SUITE) -> None:
     """Run debootstrap into target, turning its log into at most one progress line per phase and second."""
-    progress(f"base image: debootstrap {SUITE} from {mirror} (about a minute)")
+    progress(f"base image: debootstrap {suite} from {mirror} (about a minute)")
     reporter = PhaseReporter(progress)
-    process = subprocess.Popen(command(target, mirror), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    process = subprocess.Popen(command(target, mirror, suite), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)
     watchdog = threading.Timer(TIMEOUT_S, process.kill)
     watchdog.start()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -83,19 +84,20 @@ def _role_value(roles: Path, role: str, name: str, variable: str) -> list:
     return value
 
 
-def node_image_key(mirrors: Mirrors, packages: NodePackages) -> str:
+def node_image_key(mirrors: Mirrors, packages: NodePackages, suite: str = debootstrap.SUITE) -> str:
     """The base's key plus a digest of what the node image adds, so a changed package list builds a new one."""
     recipe = {"recipe": NODE_RECIPE_VERSION, **asdict(packages)}
     digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
-    return f"{image_key(mirrors)}-nodes-{digest}"
+    return f"{image_key(mirrors, suite)}-nodes-{digest}"
 
 
-def image_key(mirrors: Mirrors) -> str:
-    """Names the base by everything that shapes it, so a changed recipe or mirror builds a new one."""
-    recipe = {"recipe": RECIPE_VERSION, "suite": debootstrap.SUITE, "packages": debootstrap.PACKAGES,
+def image_key(mirrors: Mirrors, suite: str = debootstrap.SUITE) -> str:
+    """Names the base by everything that shapes it (the Debian suite first), so a changed recipe, release or
+    mirror builds a new one."""
+    recipe = {"recipe": RECIPE_VERSION, "suite": suite, "packages": debootstrap.packages(suite),
               "systemctl": SYSTEMCTL_VERSION, "mirror": mirrors.archive, "security": mirrors.security,
               "components": mirrors.components}
-    return f"{debootstrap.SUITE}-{hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]}"
+    return f"{suite}-{hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]}"
 
 
 class ImageCache:
@@ -109,7 +111,7 @@ class ImageCache:
                  installer: Callable[[Path, NodePackages, Progress], list[str]] | None = None) -> None:
         self.dir = cache / "images"
         self.downloads = cache / "downloads"
-        self.builder = builder or self._debootstrap
+        self.builder = builder  # None: debootstrap of the suite ensure() is asked for
         self.packages = packages
         self.installer = installer or rootfs.install_packages
 
@@ -121,14 +123,16 @@ class ImageCache:
         """The unpacked image that nodes use as their read-only lower layer."""
         return self.dir / key
 
-    def ensure(self, mirrors: Mirrors, progress: Progress) -> Path:
-        """The unpacked image for nodes: the base, then (unless packages is None) the base with the packages."""
-        base_key = image_key(mirrors)
-        base = self._ensure(base_key, lambda work: self.builder(work, mirrors, progress), progress)
+    def ensure(self, mirrors: Mirrors, progress: Progress, suite: str = debootstrap.SUITE) -> Path:
+        """The unpacked image for nodes of one Debian suite: the base, then (unless packages is None) the base
+        with the packages."""
+        base_key = image_key(mirrors, suite)
+        builder = self.builder or functools.partial(self._debootstrap, suite=suite)
+        base = self._ensure(base_key, lambda work: builder(work, mirrors, progress), progress)
         packages = role_packages() if self.packages == "roles" else self.packages
         if not isinstance(packages, NodePackages):
             return base
-        key = node_image_key(mirrors, packages)
+        key = node_image_key(mirrors, packages, suite)
         return self._ensure(key, lambda work: self._install(base_key, key, work, packages, progress), progress)
 
     def _ensure(self, key: str, build: Callable[[Path], None], progress: Progress) -> Path:
@@ -210,10 +214,10 @@ class ImageCache:
             raise SandboxError(f"could not pack the base image into {tarball}: {zstd.stderr.decode().strip()}")
         os.replace(tmp, tarball)
 
-    def _debootstrap(self, target: Path, mirrors: Mirrors, progress: Progress) -> None:
+    def _debootstrap(self, target: Path, mirrors: Mirrors, progress: Progress, suite: str) -> None:
         """The real builder: debootstrap, then the sandbox's customisation."""
-        debootstrap.build(target, mirrors.archive, progress)
-        rootfs.customize_base(target, mirrors, systemctl_script(self.downloads))
+        debootstrap.build(target, mirrors.archive, progress, suite)
+        rootfs.customize_base(target, mirrors, systemctl_script(self.downloads), suite)
 
     @contextmanager
     def _lock(self, key: str) -> Iterator[None]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from provision.errors import SandboxError
 from provision.providers.base import Plan, PlanItem, Provider, Teardown
 from provision.providers.sandbox import (aptproxy, audit, environment, fleet, layout, mirror, network, node,
-                                         processes, record, rootfs)
+                                         processes, record, releases, rootfs)
 from provision.providers.sandbox.image import ImageCache
 from provision.providers.sandbox.record import NodeRecord, SandboxRecord
 from provision.records import ClusterInfo, NodeInfo, Progress, silent
@@ -47,7 +47,8 @@ class SandboxProvider(Provider):
             progress(f"bridge {rec.bridge} on {rec.subnet}")
             network.ensure_bridge(rec.bridge, rec.bridge_address, IPv4Network(rec.subnet).prefixlen)
         if rec.base is None or not Path(rec.base).is_dir():
-            rec.base = str(ImageCache(layout.sandbox_cache(self.state)).ensure(rec.mirrors, progress))
+            suite = releases.release(rec.os).suite
+            rec.base = str(ImageCache(layout.sandbox_cache(self.state)).ensure(rec.mirrors, progress, suite))
             record.save(self.state, rec)
         self._ensure_proxy(rec, progress)
         planned = self._planned(rec)
@@ -102,7 +103,8 @@ class SandboxProvider(Provider):
         mirrors = mirror.resolve(self.spec.provider.mirror)
         rec = SandboxRecord(cluster=self.spec.name, subnet=str(subnet), bridge=bridge,
                             bridge_address=network.bridge_address(subnet), mirror=mirrors.archive,
-                            security_mirror=mirrors.security, components=list(mirrors.components))
+                            security_mirror=mirrors.security, components=list(mirrors.components),
+                            os=self.spec.provider.os)
         record.save(self.state, rec)
         return rec
 
@@ -111,6 +113,9 @@ class SandboxProvider(Provider):
         if rec.bridge != bridge:
             raise SandboxError(f"provider.bridge: the cluster runs on bridge {rec.bridge}, the spec names {bridge}",
                                hint="run `provision down` first to move it")
+        if self.spec.provider.os != rec.os:
+            raise SandboxError(f"provider.os: the cluster's nodes run {rec.os}, the spec says {self.spec.provider.os}",
+                               hint="run `provision down` first to rebuild the nodes on another release")
         if "subnet" in self.spec.provider.model_fields_set and str(self.spec.provider.subnet) != rec.subnet:
             raise SandboxError(f"provider.subnet: the cluster runs on {rec.subnet}, the spec says "
                                f"{self.spec.provider.subnet}", hint="run `provision down` first to move it")

@@ -46,6 +46,7 @@ class SandboxRecord:
     mirror: str
     security_mirror: str | None = None
     components: list[str] = field(default_factory=lambda: ["main"])
+    os: str = "debian-12"  # the nodes' release (records written before provider.os existed are Debian 12)
     base: str | None = None  # unpacked base root filesystem (shared, read-only lower layer)
     proxy: Proc | None = None
     nodes: dict[str, NodeRecord] = field(default_factory=dict)

@@ -39,18 +39,18 @@ def packaged(name: str) -> bytes:
     return (resources.files("provision.providers.sandbox") / "files" / name).read_bytes()
 
 
-def apt_sources(mirrors: Mirrors) -> str:
+def apt_sources(mirrors: Mirrors, suite: str = SUITE) -> str:
     """deb822 sources for nodes: the same mirror as this machine, plus its security archive if it has one."""
     components = " ".join(mirrors.components)
-    text = (f"Types: deb\nURIs: {mirrors.archive}\nSuites: {SUITE} {SUITE}-updates\nComponents: {components}\n"
+    text = (f"Types: deb\nURIs: {mirrors.archive}\nSuites: {suite} {suite}-updates\nComponents: {components}\n"
             "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n")
     if mirrors.security:
-        text += (f"\nTypes: deb\nURIs: {mirrors.security}\nSuites: {SUITE}-security\nComponents: {components}\n"
+        text += (f"\nTypes: deb\nURIs: {mirrors.security}\nSuites: {suite}-security\nComponents: {components}\n"
                  "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n")
     return text
 
 
-def customize_base(root: Path, mirrors: Mirrors, systemctl: bytes) -> None:
+def customize_base(root: Path, mirrors: Mirrors, systemctl: bytes, suite: str = SUITE) -> None:
     """Turn a fresh debootstrap tree into the node base: shims, init, apt sources; no host identity left."""
     commands.run(["chroot", str(root), "apt-get", "clean"])
     _empty_dir(root / "var/lib/apt/lists", keep=("partial", "lock"))
@@ -61,7 +61,7 @@ def customize_base(root: Path, mirrors: Mirrors, systemctl: bytes) -> None:
         (root / name).unlink(missing_ok=True)
     _write(root / "etc/resolv.conf", "")  # debootstrap copied this machine's; nodes use no DNS
     _write(root / "etc/machine-id", "")
-    _write(root / "etc/apt/sources.list.d/debian.sources", apt_sources(mirrors))
+    _write(root / "etc/apt/sources.list.d/debian.sources", apt_sources(mirrors, suite))
     _write(root / "etc/ssh/sshd_config.d/sandbox.conf", SSHD_CONF)
     for tool in ("/usr/bin/systemctl", "/usr/bin/hostnamectl"):
         # Diverted, so a package that pulls in systemd later cannot replace the shims.
@@ -162,11 +162,38 @@ def prepare_node(upper: Path, lower: Path, name: str, address: str, authorized_k
     # hanging for good on a connection the proxy had closed. A timeout and retries bound what is left.
     put.file(PROXY_CONF, f'Acquire::http::Proxy "{proxy_url}";\nAcquire::http::Pipeline-Depth "0";\n'
                          'Acquire::http::Timeout "60";\nAcquire::Retries "3";\n')
+    for rel, text in notify_unit_dropins(lower).items():
+        put.file(rel, text)
     if not (upper / f"{HOST_KEY}.pub").is_file():
         private, public = _host_key(name)
         put.file(HOST_KEY, private, 0o600)
         put.file(f"{HOST_KEY}.pub", public, 0o644)
     return " ".join((upper / f"{HOST_KEY}.pub").read_text().split()[:2])
+
+
+# Slurm 24.11's units are Type=notify (`--systemd`, no pid file). The sandbox's systemctl shim tracks such a daemon
+# only by the PID it forked and recorded; once that record is lost (a start that timed out under load, a run killed
+# mid-restart) a restart leaves the old daemon running and a second one dies on the taken port, for good. Sandbox
+# nodes therefore run these daemons the classic way, daemonized with their pid file, which the shim reads on every
+# stop (the roles write these paths into slurm.conf for 24.05 and later). Real hosts keep the packages' units.
+NOTIFY_UNITS = {"slurmctld": ("/run/slurmctld/slurmctld.pid", "SLURMCTLD_OPTIONS"),
+                "slurmd": ("/run/slurm/slurmd.pid", "SLURMD_OPTIONS")}
+UNIT_DIRS = ("usr/lib/systemd/system", "lib/systemd/system")
+
+
+def notify_unit_dropins(lower: Path) -> dict[str, str]:
+    """Drop-ins (path relative to the root -> text) that turn the lower layer's Type=notify Slurm units into
+    forking ones with a pid file; none where the units are not Type=notify (Debian 12's Slurm 22.05)."""
+    dropins = {}
+    for unit, (pid_file, options) in NOTIFY_UNITS.items():
+        found = next((lower / d / f"{unit}.service" for d in UNIT_DIRS if (lower / d / f"{unit}.service").is_file()),
+                     None)
+        if found is None or "Type=notify" not in found.read_text(errors="replace"):
+            continue
+        dropins[f"etc/systemd/system/{unit}.service.d/gpu-provision-sandbox.conf"] = (
+            "# gpu-provision sandbox: the systemctl shim follows a daemon by its pid file (see rootfs.py)\n"
+            f"[Service]\nType=forking\nPIDFile={pid_file}\nExecStart=\nExecStart=/usr/sbin/{unit} ${options}\n")
+    return dropins
 
 
 def _host_key(name: str) -> tuple[str, str]:

@@ -228,3 +228,20 @@ def test_a_file_rewritten_just_after_the_health_config_only_warns_until_it_settl
     assert checks.config_files(cfg, now=1010.0).verdict == "warn"
     assert checks.config_files(cfg, now=1000.0 + checks.SETTLE_S + 1).verdict == "fail"  # a drift that stayed
     assert checks.config_files(HealthConfig(node="n", files=cfg.files, written=1100.0), now=1010.0).verdict == "fail"
+
+
+def _fake_proc(root, processes: dict[str, str]):
+    for pid, comm in processes.items():
+        (root / pid).mkdir(parents=True)
+        (root / pid / "comm").write_text(comm + "\n")
+    (root / "self").mkdir(exist_ok=True)  # not a process entry
+    return root
+
+
+def test_slurmd_check_finds_the_daemon_by_name_not_by_a_pid_file(tmp_path):
+    cfg = HealthConfig(node="compute01", deadline_s=4.0, state_dir=tmp_path / "state")
+    running = checks.slurmd(cfg, _fake_proc(tmp_path / "a", {"1": "sandbox-init", "40": "slurmd", "41": "slurmstepd"}))
+    assert running.verdict == "pass"
+    only_steps = checks.slurmd(cfg, _fake_proc(tmp_path / "b", {"1": "sandbox-init", "41": "slurmstepd"}))
+    assert only_steps.verdict == "fail" and "no slurmd process" in only_steps.detail
+    assert checks.slurmd(cfg, tmp_path / "missing").verdict == "fail"

@@ -6,7 +6,8 @@ import pytest
 from provision.preflight.judge import clock_check, judge, parse_facts
 from provision.records import NodeInfo
 
-HEALTHY = ("uid=0\nprivilege=yes\nos_id=debian\nos_version=12\nkernel=6.1.0-18-amd64\nheaders=installable\n"
+HEALTHY = ("uid=0\nprivilege=yes\nos_id=debian\nos_version=12\nos_name=Debian GNU/Linux\n"
+           "os_pretty=Debian GNU/Linux 12 (bookworm)\nkernel=6.1.0-18-amd64\nheaders=installable\n"
            "disk_root_kb=52428800\ndisk_var_kb=52428800\npython3=3.11\ngpu_source=lspci\ngpus=\nrdma=\n"
            "resolves=yes\nhostname=n1\ncpus=64\nboards=1\nsockets_per_board=2\ncores_per_socket=16\n"
            "threads_per_core=2\nmemory_mb=515000\ngpu_device_files=0\n")
@@ -36,7 +37,17 @@ BIG = NodeInfo(name="n1", group="big", roles=("compute",), cpus=128, real_memory
     (CPU, ("cpus=64\n", ""), "resources", "fail", "could not read the CPU topology"),
     (CPU, ("memory_mb=515000", "memory_mb=0"), "resources", "fail", "could not read the CPU topology"),
     (CPU, ("privilege=yes", "privilege=no"), "privilege", "fail", "neither root nor passwordless sudo"),
-    (CPU, ("os_version=12", "os_version=11"), "os", "fail", "debian 11 is not supported"),
+    (CPU, ("", ""), "os", "pass", "Debian 12 (bookworm), Slurm 22.05"),
+    (CPU, ("os_version=12", "os_version=13"), "os", "pass", "Debian 13 (trixie), Slurm 24.11"),
+    (CPU, ("os_version=12", "os_version=11"), "os", "fail",
+     "gpu-provision supports Debian 12, Debian 13 (tested); Ubuntu 22.04, Ubuntu 24.04 (untested); n1 runs Debian "
+     "GNU/Linux 11"),
+    (CPU, ("os_id=debian\nos_version=12\nos_name=Debian GNU/Linux", "os_id=rocky\nos_version=9.4\nos_name=Rocky Linux"),
+     "os", "fail", "(untested); n1 runs Rocky Linux 9.4"),
+    (CPU, ("os_id=debian\nos_version=12\nos_name=Debian GNU/Linux\n", ""), "os", "fail",
+     "n1 runs Debian GNU/Linux 12 (bookworm)"),
+    (CPU, ("os_id=debian\nos_version=12", "os_id=ubuntu\nos_version=24.04"), "os", "warn",
+     "Ubuntu 24.04 (noble), Slurm 23.11: supported but untested"),
     (CPU, ("headers=installable", "headers=missing"), "kernel_headers", "warn", "only GPU nodes need them"),
     (GPU, ("headers=installable", "headers=missing"), "kernel_headers", "fail", "cannot be built for the running"),
     (CPU, ("disk_root_kb=52428800", "disk_root_kb=1048576"), "disk_root", "fail", "1.0 GiB free; need at least 2"),

@@ -1,5 +1,6 @@
-"""Golden files for the slurm role's cluster-wide files (slurm.conf, gres.conf, cgroup.conf), rendered by real
-Ansible templating from node entries that provision.slurm_layout builds out of recorded hardware."""
+"""Golden files for the slurm role's cluster-wide files (slurm.conf, gres.conf, cgroup.conf, mpi.conf, slurmdbd.conf)
+for each Slurm series the roles install (22.05 on Debian 12, 24.11 on Debian 13), rendered by real Ansible templating
+from node entries that provision.slurm_layout builds out of recorded hardware."""
 from __future__ import annotations
 
 import json
@@ -18,13 +19,14 @@ from provision.records import ClusterInfo, NodeInfo
 REPO = Path(__file__).resolve().parents[3]
 GOLDEN = Path(__file__).parent / "golden" / "slurm"
 ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
-FILES = ("slurm.conf", "gres.conf", "cgroup.conf", "mpi.conf")
+FILES = ("slurm.conf", "gres.conf", "cgroup.conf", "mpi.conf", "slurmdbd.conf")
+VERSIONS = ("22.05.8", "24.11.5")  # what `sinfo --version` prints on Debian 12 and Debian 13
 
 PLAYBOOK = """\
 - name: Render the slurm role's cluster-wide files
   hosts: localhost
   gather_facts: false
-  vars_files: [{defaults}]
+  vars_files: [{defaults}, {role_vars}]
   tasks:
     - name: Render each template
       ansible.builtin.template:
@@ -64,7 +66,7 @@ CASES = {
 }
 
 
-def _render(tmp_path: Path, case: str) -> dict[str, str]:
+def _render(tmp_path: Path, case: str, version: str) -> dict[str, str]:
     nodes, hardware, switches = CASES[case]
     cluster = ClusterInfo(name="golden", provider="static",
                           nodes=(NodeInfo(name="ctl01", group="ctl", roles=("controller",)), *nodes))
@@ -72,13 +74,18 @@ def _render(tmp_path: Path, case: str) -> dict[str, str]:
     out.mkdir()
     variables = {"cluster_name": "golden", "slurm_controller_host": "ctl01", "slurm_accounting_enabled": True,
                  "slurm_nodes": slurm_layout.node_entries(cluster, hardware),
-                 "slurm_partitions": slurm_layout.partition_entries(cluster, hardware), **switches}
+                 "slurm_partitions": slurm_layout.partition_entries(cluster, hardware), **switches,
+                 # as the role reads it from the installed packages (tasks/probe.yml)
+                 "_slurm_installed": {"stdout_lines": [f"slurm version {version}"]},
+                 "slurm_accounting_db_password_file": str(tmp_path / "db-password")}
+    (tmp_path / "db-password").write_text("golden-not-a-secret")
     inventory = {"all": {"hosts": {"localhost": {"ansible_connection": "local",
                                                  "ansible_python_interpreter": sys.executable},
                                    "ctl01": {"ansible_host": "10.0.0.10"}}}}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
     defaults = REPO / "playbooks/roles/slurm/defaults/main.yml"
-    (tmp_path / "play.yml").write_text(PLAYBOOK.format(defaults=defaults, roles=REPO / "playbooks/roles", out=out,
+    role_vars = REPO / "playbooks/roles/slurm/vars/main.yml"
+    (tmp_path / "play.yml").write_text(PLAYBOOK.format(defaults=defaults, role_vars=role_vars, roles=REPO / "playbooks/roles", out=out,
                                                        files=json.dumps(list(FILES))))
     env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_MANAGED": "Ansible managed (golden)"}
     (tmp_path / "vars.json").write_text(json.dumps(variables))  # extra vars: above the role defaults, as in a play
@@ -88,11 +95,32 @@ def _render(tmp_path: Path, case: str) -> dict[str, str]:
     return {name: (out / name).read_text() for name in FILES}
 
 
+def _series(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_cluster_wide_files_match_golden_files(tmp_path, case):
-    rendered = _render(tmp_path, case)
+def test_cluster_wide_files_match_golden_files(tmp_path, case, version):
+    rendered = _render(tmp_path, case, version)
+    golden = GOLDEN / _series(version) / case
     if os.environ.get("UPDATE_GOLDEN") == "1":
-        (GOLDEN / case).mkdir(parents=True, exist_ok=True)
+        golden.mkdir(parents=True, exist_ok=True)
         for name, text in rendered.items():
-            (GOLDEN / case / name).write_text(text)
-    assert rendered == {name: (GOLDEN / case / name).read_text() for name in FILES}
+            (golden / name).write_text(text)
+    assert rendered == {name: (golden / name).read_text() for name in FILES}
+
+
+def test_what_differs_between_the_series_is_what_the_installed_slurm_needs(tmp_path):
+    """The renders are keyed on the version read from the node: 24.11's daemons keep pid files in their runtime
+    directories and can switch cgroups off; 22.05 knows neither."""
+    old, new = (GOLDEN / "22.05" / "sandbox", GOLDEN / "24.11" / "sandbox")
+    assert "SlurmctldPidFile=/run/slurmctld.pid" in (old / "slurm.conf").read_text()
+    assert "SlurmctldPidFile=/run/slurmctld/slurmctld.pid" in (new / "slurm.conf").read_text()
+    assert "PidFile=/run/slurmdbd/slurmdbd.pid" in (new / "slurmdbd.conf").read_text()
+    assert "CgroupPlugin=disabled" in (new / "cgroup.conf").read_text()
+    assert "CgroupPlugin=disabled" not in (old / "cgroup.conf").read_text()
+    assert "CgroupPlugin=autodetect" in (GOLDEN / "24.11" / "hgx-l40s" / "cgroup.conf").read_text()
+    # Open MPI 5 (with 24.11) crashes less with direct PMIx connections, Open MPI 4.1 (with 22.05) more
+    assert "PMIxDirectConn=true" in (new / "mpi.conf").read_text()
+    assert "PMIxDirectConn=false" in (old / "mpi.conf").read_text()

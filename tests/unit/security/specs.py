@@ -6,22 +6,31 @@ from pathlib import Path
 
 import yaml
 
+# The Slurm site repository's signing key: a real public key (a throwaway's), so that only shapes can refuse the path.
+SLURM_KEY = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_repository" / "site-key.asc"
+SLURM_KEY_FINGERPRINT = "53EF24C03C61808FECDFCA64274B4CB61408D2C1"
+
 
 def bases_for(tmp_path: Path) -> dict[str, dict]:
     """A valid spec per provider with every string field present (the `bases` fixture writes the key file)."""
     key = tmp_path / "keys" / "id_ed25519"
     software = {"nvidia_driver": {"branch": 570, "version": "570.124.06", "source": "cuda-repo", "reboot": "drain"},
                 "cuda": {"versions": ["12.4", "12.8"], "default": "12.8"}, "nccl": {"version": "2.26.2"},
-                "slurm": {"source": "repository", "repository_url": "http://slurm.example.internal/debian"},
+                "slurm": {"source": "repository", "repository_url": "http://slurm.example.internal/debian",
+                          "repository_key": str(SLURM_KEY), "repository_key_fingerprint": SLURM_KEY_FINGERPRINT,
+                          "repository_suite": "bookworm", "repository_components": ["main"],
+                          "version": "24.11.5-1site",
+                          "packages": {"client": ["slurm-smd-client"], "controller": ["slurm-smd-slurmctld"],
+                                       "compute": ["slurm-smd-slurmd"], "accounting": ["slurm-smd-slurmdbd"]}},
                 "mirrors": {name: f"http://mirror.example.internal/{name}" for name in (
                     "cuda_repository", "nccl_tests_source", "efa_installer", "lustre_repository", "beegfs_repository")}}
     common = {"name": "hostile", "ssh": {"user": "root", "key_path": str(key)}, "software": software,
               "certify": {"level": "quick"}, "health": {"enabled": True, "interval_s": 300, "node_state": ["ANY"]},
               "state_dir": str(tmp_path / "state")}
     compute = {"name": "gpu", "roles": ["compute"], "partition": "batch", "gpu": {"model": "H100-SXM", "count": 8},
-               "interconnect": {"type": "infiniband", "nics": 8}}
+               "interconnect": {"type": "infiniband", "nics": 8}, "os": "debian-13"}
     bases = {
-        "sandbox": {**common, "provider": {"type": "sandbox", "bridge": "gpbr-hostile",
+        "sandbox": {**common, "provider": {"type": "sandbox", "bridge": "gpbr-hostile", "os": "debian-13",
                                            "mirror": "http://deb.debian.org/debian"},
                     "ssh": {"user": "root"},
                     "node_groups": [{"name": "ctl", "roles": ["controller", "storage"], "count": 1},
@@ -43,7 +52,7 @@ def bases_for(tmp_path: Path) -> dict[str, dict]:
                 "node_groups": [{"name": "head", "roles": ["controller"], "count": 1, "instance_type": "m7i.2xlarge"},
                                 {"name": "gpu", "roles": ["compute"], "count": 2, "instance_type": "p5.48xlarge",
                                  "gpu": {"model": "H100-SXM", "count": 8}, "capacity": "reservation",
-                                 "capacity_reservation_id": "cr-0123456789abcdef0",
+                                 "capacity_reservation_id": "cr-0123456789abcdef0", "os": "ubuntu-24.04",
                                  "interconnect": {"type": "efa", "nics": 32}}],
                 "filesystem": {"type": "lustre", "mount_point": "/fsx", "remote_path": "fsx"}},
     }

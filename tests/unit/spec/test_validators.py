@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,17 @@ BASE = {
     ],
     "filesystem": {"type": "glusterfs", "replica": 2},
 }
+
+
+KEYS = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_repository"
+SITE_KEY, SITE_FPR = KEYS / "site-key.asc", "53EF24C03C61808FECDFCA64274B4CB61408D2C1"
+SITE_REPO = {"source": "repository", "repository_url": "https://slurm.example.internal/debian",
+             "repository_key": str(SITE_KEY), "repository_key_fingerprint": SITE_FPR, "version": "24.11.5-1site"}
+
+
+def _slurm(**fields):
+    """A change that gives software.slurm the site repository above, with some fields replaced (None: dropped)."""
+    return _set("software.slurm", {k: v for k, v in {**SITE_REPO, **fields}.items() if v is not None})
 
 
 def _spec(change) -> ClusterSpec:
@@ -162,6 +174,46 @@ CASES = [
      _set("software", {"slurm": {"source": "repository"}}),
      "error: software.slurm.repository_url: is missing while source is 'repository'; "
      "set repository_url to the site's Slurm APT repository, or use source: distribution"),
+    ("slurm repository without a key",
+     _slurm(repository_key=None, repository_key_fingerprint=None),
+     "error: software.slurm.repository_key: is missing while source is 'repository'; give the path of the "
+     "repository's signing key on this machine (an OpenPGP public key, armored or binary): apt trusts that key, and "
+     "only it, for the repository"),
+    ("slurm repository without a version",
+     _slurm(version=None),
+     "error: software.slurm.version: is missing while source is 'repository'; pin the Slurm version the site's "
+     "repository holds, as `apt-cache policy slurmd` shows it (e.g. 24.11.5-1)"),
+    ("slurm repository key file that is no key",
+     _slurm(repository_key=str(KEYS / "README.md")),
+     f"error: software.slurm.repository_key: '{KEYS / 'README.md'}' is not OpenPGP data (byte 0 is no packet "
+     "header); give an OpenPGP public key file, armored or binary, as `gpg --export [--armor] KEYID` writes it"),
+    ("slurm repository key file that is missing",
+     _slurm(repository_key="/nonexistent/slurm.asc"),
+     "error: software.slurm.repository_key: '/nonexistent/slurm.asc' cannot be read (No such file or directory); "
+     "give the path of the repository's signing key on this machine"),
+    ("slurm repository key that is not the fingerprint's",
+     _slurm(repository_key=str(KEYS / "other-key-rsa.asc")),
+     f"error: software.slurm.repository_key_fingerprint: '{KEYS / 'other-key-rsa.asc'}' holds the key "
+     f"1D116EA2A3E2C02406F912CBB4D940D27E229B89, not {SITE_FPR}; give the file of the key with this fingerprint, "
+     "or correct the fingerprint"),
+    ("slurm repository key without a fingerprint",
+     _slurm(repository_key_fingerprint=None, repository_key=str(KEYS / "site-key.gpg")),
+     f"warning: software.slurm.repository_key_fingerprint: is not set, so the key in '{KEYS / 'site-key.gpg'}' is "
+     "trusted as the file holds it; check the key with the repository's owner and write "
+     f"repository_key_fingerprint: {SITE_FPR}; a swapped key file is then refused"),
+    ("flat slurm repository with components",
+     _slurm(repository_suite="./", repository_components=["main"]),
+     "error: software.slurm.repository_components: are set, but suite './' is a flat repository, which has none; "
+     "remove repository_components, or name a suite (e.g. bookworm)"),
+    ("slurm packages of two families",
+     _slurm(packages={"compute": ["slurm-smd-slurmd"]}),
+     "error: software.slurm.packages: mix SchedMD's names (slurm-smd-slurmd) with Debian's (slurm-client, "
+     "slurmctld, slurmdbd), whose packages conflict; name every role's packages from one family, e.g. "
+     "slurm-smd-client, slurm-smd-slurmctld, slurm-smd-slurmd and slurm-smd-slurmdbd"),
+    ("slurm repository fields with Debian's packages",
+     _slurm(source="distribution", repository_key=None, repository_key_fingerprint=None, repository_url=None),
+     "warning: software.slurm.version: is set but source is 'distribution', so it is not used; remove it, or set "
+     "source: repository to install Slurm from the site's repository"),
     ("mount point that walks up into a system path",
      _set("filesystem.mount_point", "/shared/../etc"),
      "error: filesystem.mount_point: '/shared/../etc' (that is /etc) is a system path; "
@@ -211,6 +263,16 @@ CASES = [
      _set("ssh", {"key_path": "/nonexistent/id_ed25519"}),
      "error: ssh.key_path: '/nonexistent/id_ed25519' does not exist; "
      "give the path of the private key, or omit key_path to use the generated cluster key"),
+    ("two Slurm majors",
+     lambda d: (d["node_groups"][0].update(os="debian-12"), d["node_groups"][1].update(os="debian-13")),
+     "error: node_groups[1].os: the groups' OS releases ship different Slurm majors (debian-12: Slurm 22.05; "
+     "debian-13: Slurm 24.11); one Slurm series per cluster; run every group on one release, or set "
+     "software.slurm.source: repository with one site build for all"),
+    ("sandbox group on another release",
+     lambda d: (d.update(provider={"type": "sandbox", "os": "debian-13"}),
+                [g.pop("addresses") for g in d["node_groups"]], d["node_groups"][1].update(os="debian-12")),
+     "error: node_groups[1].os: sandbox nodes all run provider.os (debian-13), the group asks for debian-12; "
+     "drop the group's os, or set provider.os: debian-12"),
     ("sandbox with another user",
      lambda d: (d.update(provider={"type": "sandbox"}, ssh={"user": "admin"}),
                 [g.pop("addresses") for g in d["node_groups"]]),
@@ -230,6 +292,13 @@ def test_every_validator_is_exercised_by_a_case():
         spec = _spec(change)
         fired |= {check.__name__ for check in VALIDATORS if check(spec)}
     assert fired == {check.__name__ for check in VALIDATORS}
+
+
+def test_a_site_repository_with_its_key_and_fingerprint_has_no_findings():
+    assert semantic_findings(_spec(_slurm())) == []
+    schedmd = {"client": ["slurm-smd-client"], "controller": ["slurm-smd-slurmctld"], "compute": ["slurm-smd-slurmd"],
+               "accounting": ["slurm-smd-slurmdbd"]}
+    assert semantic_findings(_spec(_slurm(packages=schedmd, repository_suite="./"))) == []
 
 
 def test_all_findings_are_reported_together():

@@ -22,18 +22,28 @@ def munge(cfg: HealthConfig, deadline: Deadline) -> CheckResult:
                        detail="" if made.ok else made.first_error())
 
 
-def slurmd(cfg: HealthConfig, pid_file: Path = Path("/run/slurmd.pid")) -> CheckResult:
-    """slurmd runs: its pid file names a live process called slurmd."""
-    detail = ""
+def slurmd(cfg: HealthConfig, proc: Path = Path("/proc")) -> CheckResult:
+    """slurmd runs: a process of this node is called slurmd. (Its pid file is no witness: Slurm 24.11's slurmd,
+    started with --systemd, writes none.)"""
+    running = any(_comm(entry) == "slurmd" for entry in _processes(proc))
+    return CheckResult("health.slurmd", "pass" if running else "fail", node=cfg.node, threshold="slurmd running",
+                       detail="" if running else "no slurmd process is running")
+
+
+def _processes(proc: Path) -> list[Path]:
+    """The /proc entries of processes (numeric names)."""
     try:
-        pid = int(pid_file.read_text().split()[0])
-        comm = Path(f"/proc/{pid}/comm").read_text().strip()
-        if comm != "slurmd":
-            detail = f"{pid_file} names pid {pid}, which is {comm}"
-    except (OSError, ValueError, IndexError):
-        detail = f"slurmd is not running ({pid_file} missing or stale)"
-    return CheckResult("health.slurmd", "fail" if detail else "pass", node=cfg.node, threshold="slurmd running",
-                       detail=detail)
+        return [entry for entry in proc.iterdir() if entry.name.isdigit()]
+    except OSError:
+        return []
+
+
+def _comm(entry: Path) -> str:
+    """A process's command name, or "" once it has gone."""
+    try:
+        return (entry / "comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 def mounted(mountinfo: str) -> set[str]:
