@@ -6,10 +6,14 @@ node only, and a re-run after it is back to changed=0. (Speed itself is measured
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
+
+from provision.spec.loader import load_spec
+from provision.state import ClusterState
 
 pytestmark = pytest.mark.e2e
 
@@ -74,3 +78,41 @@ def test_a_package_removed_from_one_node_is_installed_again_there_only(slurm_clu
     rc, result = slurm_cluster.deploy()
     _expect_only(slurm_cluster, result, victim, 1)
     slurm_cluster.ssh(victim, "command -v iperf3")
+
+
+def test_a_munge_key_changed_on_one_node_is_named_by_check_and_replaced_there_only(slurm_cluster):
+    """The key travels inside one module run (no copy, never on a command line): --check names it without the
+    secret and changes nothing; the deploy puts the cluster's key back on that node alone, 0400 munge."""
+    victim = slurm_cluster.compute[0]
+    key = ClusterState.for_spec(load_spec(slurm_cluster.spec_path)).secrets.munge_key.read_bytes()
+    read_key = "sha256sum < /etc/munge/munge.key | cut -d' ' -f1; stat -c '%U %G %a' /etc/munge/munge.key"
+    slurm_cluster.ssh(victim, "head -c 1024 /dev/urandom > /etc/munge/munge.key")
+    try:
+        rc, result = slurm_cluster.deploy("--check")
+        assert rc == 4 and result["changed_hosts"] == [victim], result["hosts"]
+        tasks = next(h["changed_tasks"] for h in result["hosts"] if h["host"] == victim)
+        assert "Report that the cluster's munge key would be installed (--check)" in tasks
+        assert slurm_cluster.ssh(victim, read_key).stdout.split()[0] != hashlib.sha256(key).hexdigest()
+    finally:
+        rc, result = slurm_cluster.deploy()
+    assert rc == 0 and result["changed_hosts"] == [victim], result["hosts"]
+    # The install task is no_log (its event carries no result, so no task name is listed); the restart it notified is.
+    assert "Restart munge" in next(h["changed_tasks"] for h in result["hosts"] if h["host"] == victim)
+    assert slurm_cluster.ssh(victim, read_key).stdout.split() == [hashlib.sha256(key).hexdigest(), "munge", "munge",
+                                                                  "400"]
+    assert key.hex() not in json.dumps(result)  # the secret is in no result
+    credential = slurm_cluster.ssh(victim, "munge -n").stdout
+    assert "Success" in slurm_cluster.ssh(slurm_cluster.controller, "unmunge", input=credential).stdout
+    _expect_only(slurm_cluster, slurm_cluster.deploy()[1], victim, 0)
+
+
+def test_the_mpi_check_removed_from_one_node_is_built_again_there_only(slurm_cluster):
+    """The unpack command builds the MPI check on a fresh node; where only the binary is gone, tasks/mpi.yml does."""
+    victim = slurm_cluster.compute[-1]
+    binary = "/opt/gpu-provision/certify/bin/mpi-check"
+    slurm_cluster.ssh(victim, f"test -x {binary} && rm {binary}")
+    rc, result = slurm_cluster.deploy()
+    _expect_only(slurm_cluster, result, victim, 1)
+    assert next(h["changed_tasks"] for h in result["hosts"] if h["host"] == victim) == [
+        "Compile the MPI check with mpicc"]
+    slurm_cluster.ssh(victim, f"test -x {binary}")
