@@ -14,7 +14,7 @@ export DEBIAN_FRONTEND := noninteractive
 APT_PACKAGES := python3-venv openssh-client iproute2 iputils-ping debootstrap apt-cacher-ng zstd \
 	ca-certificates gpg dpkg-dev chromium tmux
 
-.PHONY: help deps venv test demo demo-down lint clean examples
+.PHONY: help deps venv test demo demo-down lint clean examples lock newest
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -26,16 +26,34 @@ deps:  ## install the Debian packages the tool and its tests need (root)
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-$(BIN)/.installed: pyproject.toml
+# Python packages come from the committed lock (every package of the runtime and test extras, exact version and
+# hashes), so a fresh machine installs exactly what was tested. pyproject.toml keeps ranges for `pip install` users.
+# A changed lock rebuilds .venv from nothing: nothing that the lock no longer names stays behind.
+LOCK := requirements.lock
+UV_VERSION := 0.13.9
+LOCK_TOOL := build/lock-tool
+
+$(BIN)/.installed: $(LOCK) pyproject.toml
+	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q --no-deps --require-hashes -r $(LOCK)
+	$(BIN)/pip install -q --no-deps --no-build-isolation -e .
+	$(BIN)/pip check
 	touch $@
 
-venv: $(BIN)/.installed  ## create .venv with the package and its test extras
+venv: $(BIN)/.installed  ## create .venv with the package and its test extras, from requirements.lock
 
-test: deps venv  ## run the whole test suite (unit, moto, sandbox end-to-end)
+test: deps venv  ## static checks (ruff), then the whole test suite (unit, moto, sandbox end-to-end)
+	$(BIN)/ruff check --no-cache provision tests bench playbooks
 	$(BIN)/pytest
+
+lock:  ## refresh requirements.lock to the newest versions pyproject.toml allows (then run `make test`)
+	test -x $(LOCK_TOOL)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOL) && $(LOCK_TOOL)/bin/pip install -q uv==$(UV_VERSION); }
+	$(LOCK_TOOL)/bin/uv pip compile pyproject.toml requirements-build.in --extra test --universal \
+		--python-version 3.11 --generate-hashes --upgrade --custom-compile-command 'make lock' -o $(LOCK)
+
+newest: deps  ## the unit suite against the newest versions pyproject.toml allows, in a scratch venv (not the lock)
+	$(PYTHON) bench/newest_deps.py
 
 demo: deps venv  ## bring up the sandbox cluster, deploy Slurm, certify it, print the report
 	mkdir -p $(DEMO_DIR)

@@ -35,7 +35,7 @@ def main() -> None:
     spec = load_spec(spec_path)
     provider = get_provider(spec)
     start = time.perf_counter()
-    cluster = provider.create()
+    provider.create()
     print(f"sandbox up, {args.nodes} nodes: {time.perf_counter() - start:.2f} s")
     try:
         for run in range(1, args.runs + 1):

@@ -28,6 +28,17 @@ class _RecordNewHostKey(paramiko.MissingHostKeyPolicy):
         self._path.chmod(0o600)
 
 
+class UnknownHostKey(paramiko.SSHException):
+    """The host offered a key that no known_hosts file holds (first contact), and new keys are not accepted."""
+
+
+class _RejectUnknown(paramiko.MissingHostKeyPolicy):
+    """paramiko's RejectPolicy, raising our own exception so that nothing depends on paramiko's wording."""
+
+    def missing_host_key(self, client, hostname, key) -> None:
+        raise UnknownHostKey(f"{hostname}: {key.get_name()} host key unknown")
+
+
 def _known_name(target: SshTarget) -> str:
     """The name known_hosts uses: host, or [host]:port for a non-standard port."""
     return target.host if target.port in (22, None) else f"[{target.host}]:{target.port}"
@@ -98,7 +109,7 @@ def _open(target: SshTarget, accept_new_host_keys: bool, timeout: float) -> para
     client.jump = jump_client
     _load_host_keys(client, target)
     client.set_missing_host_key_policy(
-        _RecordNewHostKey(target.known_hosts_path) if accept_new_host_keys else paramiko.RejectPolicy())
+        _RecordNewHostKey(target.known_hosts_path) if accept_new_host_keys else _RejectUnknown())
     try:
         client.connect(target.host, port=target.port, username=target.user, pkey=_load_key(target.key_path),
                        key_filename=[str(p) for p in target.identity_files] or None,
@@ -145,13 +156,12 @@ def _translate(exc: BaseException, target: SshTarget) -> ConnectionFailure:
     if isinstance(exc, paramiko.AuthenticationException):
         return ConnectionFailure(f"{where}: authentication failed for user {target.user}",
                                  hint=f"is the public key of {target.key_path} in the node's authorized_keys?")
-    if isinstance(exc, paramiko.SSHException) and "not found in known_hosts" in str(exc):
+    if isinstance(exc, UnknownHostKey):
         return ConnectionFailure(f"{where}: host key unknown (first contact)",
                                  hint="verify the node, then rerun with --accept-new-host-keys to record it")
     if isinstance(exc, OSError):
         return ConnectionFailure(f"{where}: {exc.strerror or exc}", hint="check the node's network")
     return ConnectionFailure(f"{where}: SSH failed ({exc.__class__.__name__})", hint="rerun with --debug")
-
 
 
 def run(client: paramiko.SSHClient, command: str, timeout: float = 60.0) -> tuple[int, str, str]:

@@ -135,6 +135,9 @@ def _syntax_error(exc: yaml.YAMLError, source: str) -> SpecError:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
     problem = getattr(exc, "problem", None) or (str(exc).strip().splitlines() or ["unreadable"])[0]
+    if "nesting" in problem or "depth" in problem:  # libyaml's own limit (PyYAML >= 6.0.3) met before our walk's
+        return SpecError(f"{source}: nests deeper than {MAX_YAML_DEPTH} levels{where} (the YAML parser stopped: "
+                         f"{clip(problem, 80)})", hint="a spec is a few levels deep")
     return SpecError(f"{source}: YAML syntax error{where}: {clip(problem, 200)}",
                      hint="fix the YAML (indentation, quotes, ':' after keys)")
 

@@ -145,7 +145,7 @@ def _no_user_job_before_certify(path: Path, new: list[str]) -> None:
             break
         time.sleep(2)
     certify = [j for j in on_new if j[1].startswith("certify-")]
-    assert certify, f"no certify job ran on {new}: {jobs}"
+    assert certify, f"no certify job ran on {new}: {on_new}"
     certified = max(datetime.fromisoformat(j[4]) for j in certify)
     assert users, "the queued user jobs never reached the new nodes after their release"
     early = [j for j in users if datetime.fromisoformat(j[3]) < certified]

@@ -1,7 +1,6 @@
 """Issue 4 faults on the shared sandbox: an unreachable node, --retry-failed, and a SIGTERM mid-run."""
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import time

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 from contextlib import redirect_stderr, redirect_stdout
-from pathlib import Path
 
 import pytest
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from provision.adaptors.ssh import SshTarget, _translate
+from provision.adaptors.ssh import SshTarget, UnknownHostKey, _translate
 
 TARGET = SshTarget(host="10.0.0.5", port=22, user="root", key_path=Path("/state/id_ed25519"),
                    known_hosts_path=Path("/state/known_hosts"))
@@ -30,7 +30,7 @@ def _bad_host_key() -> paramiko.BadHostKeyException:
     (socket.timeout("timed out"), "10.0.0.5:22: timed out", "reachable"),
     (paramiko.AuthenticationException("Authentication failed."), "authentication failed for user root",
      "authorized_keys"),
-    (paramiko.SSHException("Server '10.0.0.5' not found in known_hosts"), "host key unknown (first contact)",
+    (UnknownHostKey("10.0.0.5: ssh-ed25519 host key unknown"), "host key unknown (first contact)",
      "--accept-new-host-keys"),
 ])
 def test_each_failure_kind_has_one_message_and_fix(exc, message, hint):

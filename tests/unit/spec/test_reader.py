@@ -81,12 +81,30 @@ def test_an_alias_inside_its_own_anchor_is_refused(tmp_path):
     _one_error_line(err, "refers to '&loop' before it is complete")
 
 
-@pytest.mark.parametrize("depth", [MAX_YAML_DEPTH + 1, 500, 100_000])
-def test_deep_nesting_is_refused_without_recursion(tmp_path, depth):
-    text = GOOD + "deep: " + "[" * depth + "]" * depth + "\n"
+def test_deep_nesting_just_past_our_limit_is_refused_by_our_walk(tmp_path):
+    text = GOOD + "deep: " + "[" * (MAX_YAML_DEPTH + 1) + "]" * (MAX_YAML_DEPTH + 1) + "\n"
     code, err = cli("validate", str(_write(tmp_path, text)), limit_s=3)
     assert code == 2
     _one_error_line(err, f"nests deeper than {MAX_YAML_DEPTH} levels")
+
+
+@pytest.mark.parametrize("depth", [500, 100_000])
+@pytest.mark.parametrize("command", ["validate", "plan", "inventory"])
+def test_deep_nesting_is_refused_whichever_layer_sees_it_first(tmp_path, monkeypatch, depth, command):
+    """What we promise, whether our event walk or the YAML library's own limit (libyaml refuses past 1,000 levels
+    since PyYAML 6.0.3) stops it: exit 2, one error line naming the file, no traceback, nothing written, bounded."""
+    spec = _write(tmp_path / "in", GOOD + "deep: " + "[" * depth + "]" * depth + "\n")
+    state = tmp_path / "state"
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    monkeypatch.setenv("PROVISION_STATE_DIR", str(state))
+    extra = ["-o", str(tmp_path / "out")] if command == "inventory" else []
+    code, err = cli(command, str(spec), *extra, limit_s=3)
+    assert code == 2
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {spec}: "), err
+    assert "nest" in errors[0] or "depth" in errors[0], err  # says what is wrong, in our words or the parser's
+    assert "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before, "a refused spec wrote something"
 
 
 def test_block_nesting_is_refused_too(tmp_path):
