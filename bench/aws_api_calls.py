@@ -25,7 +25,7 @@ from provision.spec.model import ClusterSpec  # noqa: E402
 from provision.state import ClusterState  # noqa: E402
 
 REGION = "us-east-1"
-CREATES = ("Create", "Run", "Import", "Authorize", "Attach", "Associate")
+CREATES = ("Create", "Run", "Import", "Authorize", "Attach", "Associate", "Put")  # Put: the name's claim
 FAST = RetryPolicy(base_delay=0.001, max_delay=0.01, wait_delay=0.01, fsx_wait_delay=0.01)
 
 

@@ -56,6 +56,11 @@ class ProviderError(ProvisionError):
     exit_code = EXIT_ENVIRONMENT
 
 
+class ClaimError(ProviderError):
+    """Another cluster of the same name (another state root) holds the name's claim in the cloud; the message names
+    it. Like a busy lock, nothing was changed."""
+
+
 class SandboxError(ProviderError):
     """The sandbox cannot run on this machine (privileges, kernel features, debootstrap)."""
 

@@ -1,7 +1,12 @@
 """Helpers for the aws provider tests: constants, the fault injector and independent checks of what exists."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from collections import Counter
+from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import urlparse
 
@@ -14,7 +19,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 # Tiny delays so retries and waiters cost milliseconds.
 FAST = RetryPolicy(max_attempts=4, base_delay=0.001, max_delay=0.005, capacity_attempts=2, capacity_delay=0.001,
                    dependency_attempts=2, wait_delay=0.01, wait_attempts=50, fsx_wait_delay=0.01, fsx_wait_attempts=5)
-CREATE_OPERATIONS = ("Create", "Run", "Import", "Authorize", "Attach", "Associate", "Allocate")
+CREATE_OPERATIONS = ("Create", "Run", "Import", "Authorize", "Attach", "Associate", "Allocate", "Put")
 
 BASE = {
     "name": "moto",
@@ -28,6 +33,30 @@ BASE = {
          "gpu": {"model": "H100-SXM", "count": 8}, "interconnect": {"type": "efa", "nics": 32}},
     ],
 }
+
+
+# Import everything first, say so, then wait for the start file, so every process reaches the same point together.
+AT_THE_SIGNAL = """\
+import os, sys, time
+from provision.cli.main import run
+open(sys.argv[1] + ".ready-" + str(os.getpid()), "w").close()
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.005)
+run(sys.argv[2:])
+"""
+
+
+def run_together(go: Path, arguments: list[list[str]], timeout: float = 300) -> list[tuple[int, str, str, int]]:
+    """Run one `provision` process per argument list, released at one instant once each has imported everything;
+    (pid, stdout, stderr, exit code) of each, in the order given."""
+    processes = [subprocess.Popen([sys.executable, "-c", AT_THE_SIGNAL, str(go), *args], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=os.environ) for args in arguments]
+    deadline = time.monotonic() + 120  # a loaded machine imports slowly: wait until every one says it is ready
+    while len(list(go.parent.glob(f"{go.name}.ready-*"))) < len(processes) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(list(go.parent.glob(f"{go.name}.ready-*"))) == len(processes), "the processes did not start"
+    go.touch()
+    return [(p.pid, *p.communicate(timeout=timeout), p.returncode) for p in processes]
 
 
 def require_loopback(url: str | None) -> str:

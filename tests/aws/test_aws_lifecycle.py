@@ -8,7 +8,7 @@ import pytest
 
 from aws_support import creates, tagged
 
-from provision.errors import SpecError, UsageError
+from provision.errors import ClaimError, SpecError, UsageError
 from provision.providers.aws.ledger import Ledger
 
 pytestmark = pytest.mark.aws
@@ -121,7 +121,8 @@ def test_down_without_state_refuses_then_sweeps_tagged_resources_with_orphans(ma
     with pytest.raises(UsageError) as refused:  # they could be another machine's cluster of the same name
         provider_for(make_spec()).destroy()
     assert refused.value.exit_code == 2 and "--orphans" in refused.value.hint
-    assert f"{len(before)} resource(s)" in refused.value.message and sorted(tagged(raw, "moto")) == before
+    assert any(":parameter/gpu-provision/clusters/moto" in arn for arn in before)  # the claim: released, not counted
+    assert f"{len(before) - 1} resource(s)" in refused.value.message and sorted(tagged(raw, "moto")) == before
     lines: list[str] = []
     teardown = provider_for(make_spec()).destroy(lines.append, orphans=True)
     assert teardown.leftovers == []
@@ -129,9 +130,31 @@ def test_down_without_state_refuses_then_sweeps_tagged_resources_with_orphans(ma
     assert tagged(raw, "moto") == []
 
 
-def test_up_refuses_a_name_another_machine_uses_in_the_region(make_spec, provider_for, raw, tmp_path):
+def test_up_refuses_a_name_another_machine_holds_in_the_region(make_spec, provider_for, raw, tmp_path):
     first = provider_for(make_spec())
     first.create()
+    before = sorted(tagged(raw, "moto"))
+    from provision.providers.aws.provider import AwsProvider
+    from provision.state import ClusterState
+
+    elsewhere = AwsProvider(make_spec(), ClusterState(tmp_path / "elsewhere", "moto"), aws=first.aws)
+    with pytest.raises(ClaimError) as refused:
+        elsewhere.create()
+    holder = Ledger(first.state).cluster_id
+    assert refused.value.exit_code == 3
+    assert refused.value.message.startswith(f"cluster 'moto' is claimed in us-east-1 by cluster id {holder}, claimed ")
+    assert f":{first.state.path} (/gpu-provision/clusters/moto); nothing was created" in refused.value.message
+    assert "choose another cluster name" in refused.value.hint and "--orphans" in refused.value.hint
+    assert sorted(tagged(raw, "moto")) == before  # nothing was created, nothing adopted
+    assert not (elsewhere.state.path / "aws.json").exists()
+    first.destroy()
+    assert tagged(raw, "moto") == []
+
+
+def test_up_refuses_a_name_that_resources_carry_without_a_claim(make_spec, provider_for, raw, tmp_path):
+    first = provider_for(make_spec())
+    first.create()
+    raw.ssm.delete_parameter(Name="/gpu-provision/clusters/moto")  # as a cluster made before claims would be
     before = sorted(tagged(raw, "moto"))
     from provision.providers.aws.provider import AwsProvider
     from provision.state import ClusterState
@@ -207,11 +230,15 @@ def test_run_instances_asks_for_every_efa_and_the_capacity_model(make_spec, prov
 def test_down_that_left_something_is_finished_by_the_next_down_without_orphans(make_spec, provider_for, faults, raw):
     provider = provider_for(make_spec())
     provider.create()
+    cluster_id = Ledger(provider.state).cluster_id
     raw.ec2.create_key_pair(KeyName="stray", TagSpecifications=[{"ResourceType": "key-pair", "Tags": [
-        {"Key": "gpu-provision:cluster", "Value": "moto"}]}])  # tagged for the cluster, not in its state
+        {"Key": "gpu-provision:cluster", "Value": "moto"},
+        {"Key": "gpu-provision:cluster-id", "Value": cluster_id}]}])  # tagged as the cluster's, not in its state
     faults.fail("DeleteKeyPair", "OperationNotPermitted", after=1)  # the recorded key goes, the stray one stays
     first = provider.destroy()
     assert first.leftovers and "key-pair stray" in first.leftovers[0]
+    claim = json.loads(raw.ssm.get_parameter(Name="/gpu-provision/clusters/moto")["Parameter"]["Value"])
+    assert claim["id"] == cluster_id  # the name stays claimed while something is left
     second = provider_for(make_spec()).destroy()  # the state document is kept while something is left
     assert second.leftovers == [] and "key-pair stray" in second.removed
     assert tagged(raw, "moto") == []

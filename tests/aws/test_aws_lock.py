@@ -6,29 +6,15 @@ where the spec asked for 5 instances. Here both real CLI processes are released 
 from __future__ import annotations
 
 import copy
-import os
-import subprocess
-import sys
-import time
 
 import pytest
 import yaml
-from aws_support import BASE
+from aws_support import BASE, run_together
 
 from provision.providers.aws.ledger import Ledger
 from provision.state import ClusterState
 
 pytestmark = pytest.mark.aws
-
-# Import everything first, say so, then wait for the start file, so both processes reach the lock together.
-AT_THE_SIGNAL = """\
-import os, sys, time
-from provision.cli.main import run
-open(sys.argv[1] + ".ready-" + str(os.getpid()), "w").close()
-while not os.path.exists(sys.argv[1]):
-    time.sleep(0.005)
-run(sys.argv[2:])
-"""
 
 
 def _tagged_instances(raw) -> list[dict]:
@@ -44,16 +30,7 @@ def test_two_concurrent_up_make_the_cluster_once(tmp_path, raw):
     spec.write_text(yaml.safe_dump(data))
     # preflight, deploy and certify need real nodes: mark them done so `up` is the nodes and the inventory
     ClusterState(tmp_path / "state", "moto").write("stages", {"done": ["certify", "deploy", "preflight"]})
-    go = tmp_path / "go"
-    command = [sys.executable, "-c", AT_THE_SIGNAL, str(go), "up", str(spec), "--quiet"]
-    processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ)
-                 for _ in range(2)]
-    deadline = time.monotonic() + 120  # a loaded machine imports slowly: wait until both say they are ready
-    while len(list(tmp_path.glob("go.ready-*"))) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert len(list(tmp_path.glob("go.ready-*"))) == 2, "the two processes did not start"
-    go.touch()
-    outcomes = [(p.pid, *p.communicate(timeout=300), p.returncode) for p in processes]
+    outcomes = run_together(tmp_path / "go", [["up", str(spec), "--quiet"]] * 2)
 
     codes = sorted(code for *_, code in outcomes)
     assert codes == [0, 3], outcomes

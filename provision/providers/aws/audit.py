@@ -1,8 +1,10 @@
-"""The post-teardown audit: everything that still carries the cluster's tag, found with filtered describes.
+"""The post-teardown audit: everything that still carries the cluster's tags, found with filtered describes.
 
 EC2 describes by tag cover the kinds the provider makes (instances that are not terminated, placement
 groups, interfaces, volumes, security groups, route tables, subnets, gateways, VPCs, key pairs), FSx
-is listed and filtered on its tags, and the Resource Groups Tagging API catches any other kind.
+is listed and filtered on its tags, and the Resource Groups Tagging API catches any other kind. The
+selection is an Owner: the cluster's name and id, or (`--orphans`) the name alone. The name's claim
+is not a leftover: `down` releases it itself, last.
 """
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from dataclasses import dataclass, field
 
 from provision.adaptors.aws import Aws, UnsupportedError
 from provision.errors import CloudError
-from provision.providers.aws import fsx, instances, tags
+from provision.providers.aws import claim, fsx, instances, tags
 
 # kind -> (describe operation, result key, id field); the order is the teardown order.
 _EC2_KINDS = {
@@ -45,12 +47,12 @@ class Leftover:
         return f"{self.kind} {self.id}"
 
 
-def find(aws: Aws, cluster: str, notes: list[str]) -> list[Leftover]:
+def find(aws: Aws, owner: tags.Owner, notes: list[str]) -> list[Leftover]:
     """Everything in the region still tagged for the cluster, in teardown order; `notes` gets what was not checked."""
-    found = [Leftover("instance", i) for i in sorted(instances.live(aws, cluster))]
-    found += [Leftover("fsx", fs["FileSystemId"]) for fs in fsx.tagged(aws, cluster)]
+    found = [Leftover("instance", i) for i in sorted(instances.live(aws, owner))]
+    found += [Leftover("fsx", fs["FileSystemId"]) for fs in fsx.tagged(aws, owner)]
     for kind, (operation, key, id_field) in _EC2_KINDS.items():
-        filters = tags.filters(cluster) + _STATE_FILTERS.get(kind, [])
+        filters = owner.filters() + _STATE_FILTERS.get(kind, [])
         try:
             if operation in _UNPAGINATED:
                 items = aws.call("ec2", operation, Filters=filters)[key]
@@ -60,7 +62,7 @@ def find(aws: Aws, cluster: str, notes: list[str]) -> list[Leftover]:
             notes.append(f"{kind}s not audited: {exc.message}")
             continue
         found += [Leftover(kind, item[id_field], _detail(kind, item)) for item in items]
-    found += _untyped(aws, cluster, notes)
+    found += _untyped(aws, owner, notes)
     return found
 
 
@@ -80,12 +82,11 @@ def _detail(kind: str, item: dict) -> dict:
     return {}
 
 
-def _untyped(aws: Aws, cluster: str, notes: list[str]) -> list[Leftover]:
+def _untyped(aws: Aws, owner: tags.Owner, notes: list[str]) -> list[Leftover]:
     """Tagged resources of kinds the describes do not cover, from the Resource Groups Tagging API."""
     try:
         mappings = aws.pages("resourcegroupstaggingapi", "get_resources", "ResourceTagMappingList",
-                             token="PaginationToken", TagFilters=[{"Key": tags.CLUSTER, "Values": [cluster]}],
-                             ResourcesPerPage=100)
+                             token="PaginationToken", TagFilters=owner.tag_filters(), ResourcesPerPage=100)
     except CloudError as exc:
         notes.append(f"other resource kinds not audited: {exc.message}")
         return []
@@ -94,6 +95,6 @@ def _untyped(aws: Aws, cluster: str, notes: list[str]) -> list[Leftover]:
         arn = mapping["ResourceARN"]
         parts = arn.split(":", 5)
         service, resource = (parts[2], parts[5]) if len(parts) == 6 else ("", arn)
-        if (service, resource.split("/", 1)[0]) not in _COVERED:
+        if (service, resource.split("/", 1)[0]) not in _COVERED and not claim.is_claim(service, resource):
             out.append(Leftover("other", arn))
     return out

@@ -1,27 +1,29 @@
 """Read-only checks against the account before anything is created.
 
-Instance types offered in the zone, EFA and placement support (DescribeInstanceTypes), the image,
-the key pair, an existing subnet, capacity reservations and the vCPU quota. Problems with the spec
-come back together as one SpecError with a finding each; a quota shortfall is a QuotaError.
+The cluster's name (claimed by another state root, or carried by resources nobody claims), instance
+types offered in the zone, EFA and placement support (DescribeInstanceTypes), the image, the key pair,
+an existing subnet, capacity reservations and the vCPU quota. Problems with the spec come back together
+as one SpecError with a finding each; a quota shortfall is a QuotaError, a claimed name a ClaimError.
 """
 from __future__ import annotations
 
 from provision.adaptors.aws import Aws, UnsupportedError
 from provision.errors import CloudNotFoundError, SpecError
-from provision.providers.aws import audit, quota, tags
+from provision.providers.aws import audit, claim, quota, tags
 from provision.providers.aws.facts import Facts, Image, TypeFacts
 from provision.spec.findings import Finding
 from provision.spec.model import ClusterSpec
 
 def check(aws: Aws, spec: ClusterSpec, pending: dict[str, int], recorded_image: dict | None = None, *,
-          fresh: bool = False) -> Facts:
+          fresh: bool = False, cluster_id: str | None = None) -> Facts:
     """Run every pre-create check; `pending` is group -> nodes still to launch (for quota and reservations).
 
-    `fresh`: this machine records nothing for the cluster yet, so its name must not be in use in the region."""
+    `fresh`: this machine records nothing for the cluster yet (at most its id, `cluster_id`), so its name must be
+    neither claimed by another cluster nor carried by resources in the region."""
     findings: list[Finding] = []
     notes: list[str] = []
     if fresh:
-        findings += _name_in_use(aws, spec, notes)
+        findings += _name_in_use(aws, spec, notes, cluster_id)
     types = _instance_types(aws, spec, findings)
     image = Image(**recorded_image) if recorded_image else _image(aws, spec, findings)
     if image is not None:
@@ -35,17 +37,20 @@ def check(aws: Aws, spec: ClusterSpec, pending: dict[str, int], recorded_image: 
     return Facts(types=types, image=image, reservations=reservations, notes=notes)
 
 
-def _name_in_use(aws: Aws, spec: ClusterSpec, notes: list[str]) -> list[Finding]:
-    """Resources tagged with the cluster's name that this machine did not record: another cluster's, or orphans.
+def _name_in_use(aws: Aws, spec: ClusterSpec, notes: list[str], cluster_id: str | None) -> list[Finding]:
+    """A ClaimError naming the holder when another cluster claims the name; else resources tagged with the name
+    that this machine did not record: orphans of a lost state, or of a cluster made before names were claimed
+    (`down --orphans` selects by that tag, so a new cluster of the same name would lose its resources to it).
 
-    Every lookup, adoption and teardown selects by that tag, so a second cluster of the same name in the
-    region would share (and on `down`, destroy) the first one's resources."""
-    found = audit.find(aws, spec.name, notes)
+    The claim is read after the audit: a cluster that made resources the audit saw had claimed the name before."""
+    owner = tags.Owner(spec.name)
+    found = audit.find(aws, owner, notes)
+    claim.refuse_taken(aws, spec.name, spec.provider.region, cluster_id)
     if not found:
         return []
     return [Finding("error", "name",
                     f"'{spec.name}' is already used in {spec.provider.region}: {len(found)} resource(s) carry "
-                    f"{tags.CLUSTER}={spec.name} but this machine's state records none of them ({audit.summary(found)})",
+                    f"{owner.label()} but this machine's state records none of them ({audit.summary(found)})",
                     "choose another cluster name; if they are left from your own cluster whose state directory "
                     "was lost, remove them with `provision down SPEC --orphans`")]
 

@@ -28,9 +28,9 @@ def ensure(aws: Aws, ledger: Ledger, spec: ClusterSpec, subnet: str, security_gr
             ClientRequestToken=f"{spec.name}-{uuid.uuid4().hex[:16]}", FileSystemType="LUSTRE",
             FileSystemTypeVersion=LUSTRE_VERSION, StorageCapacity=config.storage_capacity_gib, StorageType="SSD",
             SubnetIds=[subnet], SecurityGroupIds=[security_group], LustreConfiguration=lustre,
-            Tags=tags.as_list(tags.cluster_tags(spec.name, "fsx")))["FileSystem"]["FileSystemId"]
+            Tags=tags.as_list(ledger.owner.tags("fsx")))["FileSystem"]["FileSystemId"]
 
-    fs_id, made = ledger.ensure("fsx", "fsx", create, lambda: _find(aws, spec.name))
+    fs_id, made = ledger.ensure("fsx", "fsx", create, lambda: _find(aws, ledger.owner))
     if made:
         progress(f"creating FSx for Lustre {fs_id} ({config.storage_capacity_gib} GiB {config.deployment_type})")
     return fs_id
@@ -83,13 +83,13 @@ def delete(aws: Aws, fs_id: str) -> None:
     raise CloudError(f"FSx file system {fs_id} is still being deleted", hint="run `provision down` again later")
 
 
-def tagged(aws: Aws, cluster: str) -> list[dict]:
-    """Every FSx file system carrying the cluster's tag (FSx describes have no tag filter)."""
+def tagged(aws: Aws, owner: tags.Owner) -> list[dict]:
+    """Every FSx file system carrying the cluster's tags (FSx describes have no tag filter)."""
     return [fs for fs in aws.pages("fsx", "describe_file_systems", "FileSystems")
-            if tags.as_dict(fs.get("Tags")).get(tags.CLUSTER) == cluster]
+            if owner.owns(tags.as_dict(fs.get("Tags")))]
 
 
-def _find(aws: Aws, cluster: str) -> str | None:
+def _find(aws: Aws, owner: tags.Owner) -> str | None:
     """The cluster's file system, if the last run made it."""
-    systems = [fs for fs in tagged(aws, cluster) if fs.get("Lifecycle") != "DELETING"]
+    systems = [fs for fs in tagged(aws, owner) if fs.get("Lifecycle") != "DELETING"]
     return systems[0]["FileSystemId"] if systems else None

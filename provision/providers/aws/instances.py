@@ -84,10 +84,10 @@ def launch_parameters(spec: ClusterSpec, group: NodeGroup, facts: Facts, context
     return params
 
 
-def live(aws: Aws, cluster: str, states: tuple[str, ...] = LIVE_STATES) -> dict[str, dict]:
+def live(aws: Aws, owner: tags.Owner, states: tuple[str, ...] = LIVE_STATES) -> dict[str, dict]:
     """instance id -> instance, for the cluster's instances in the given states (one filtered describe)."""
     reservations = aws.pages("ec2", "describe_instances", "Reservations",
-                             Filters=tags.filters(cluster) + [{"Name": "instance-state-name", "Values": list(states)}])
+                             Filters=owner.filters() + [{"Name": "instance-state-name", "Values": list(states)}])
     return {i["InstanceId"]: i for r in reservations for i in r["Instances"]}
 
 
@@ -107,7 +107,7 @@ def launch(aws: Aws, ledger: Ledger, spec: ClusterSpec, facts: Facts, context: L
     Open batches are adopted first, those of groups the spec no longer has too, so that every instance made is
     recorded (and `retire` can remove it). Recorded instances the spec no longer names are left running."""
     for group in list(ledger.launches):
-        adopt_open_batch(aws, ledger, spec.name, group, progress)
+        adopt_open_batch(aws, ledger, group, progress)
     new: list[str] = []
     for group in spec.node_groups:
         missing = [n for n in group_names(group) if n not in ledger.instances]
@@ -123,13 +123,13 @@ def outside_spec(ledger: Ledger, spec: ClusterSpec) -> list[str]:
     return [name for name in ledger.instances if name not in named]
 
 
-def adopt_open_batch(aws: Aws, ledger: Ledger, cluster: str, group: str, progress: Progress) -> None:
+def adopt_open_batch(aws: Aws, ledger: Ledger, group: str, progress: Progress) -> None:
     """A group's batch sent before a crash: adopt its instances (found by the batch's tag) or close it."""
     batch = ledger.launches.get(group)
     if not batch:
         return
     found = [i for r in aws.pages("ec2", "describe_instances", "Reservations",
-                                  Filters=tags.filters(cluster, launch=batch["token"]) +
+                                  Filters=ledger.owner.filters(launch=batch["token"]) +
                                   [{"Name": "instance-state-name", "Values": list(LIVE_STATES)}])
              for i in r["Instances"]]
     if not found:
@@ -147,8 +147,8 @@ def _launch_group(aws: Aws, ledger: Ledger, spec: ClusterSpec, group: NodeGroup,
     where = f"{count} x {itype} in {spec.provider.availability_zone}"
     for attempt in range(1, policy.capacity_attempts + 1):
         token = f"{spec.name}-{group.name}-{uuid.uuid4().hex[:16]}"[-64:]
-        instance_tags = tags.cluster_tags(spec.name, f"instances:{group.name}", group=group.name,
-                                          roles=tuple(group.roles), launch=token)
+        instance_tags = ledger.owner.tags(f"instances:{group.name}", group=group.name, roles=tuple(group.roles),
+                                          launch=token)
         ledger.launching(group.name, token, names)
         try:
             response = aws.ec2.run_instances(**params, MinCount=count, MaxCount=count, ClientToken=token,

@@ -2,22 +2,25 @@
 
 Creating a resource is three steps: record the intent, call AWS (tagging at creation), record the
 id. A crash between the call and the record leaves an intent; the next `up` looks the resource up
-by its tags and adopts it instead of making a second one.
+by its tags and adopts it instead of making a second one. The cluster's id and its claim on the name
+(claim.py) are recorded the same way, before anything else.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from provision.providers.aws.tags import Owner
 from provision.state import ClusterState
 
 DOCUMENT = "aws"
-VERSION = 1
+VERSION = 1  # unchanged by "cluster" (id and claim): a document without it was made before cluster ids
 
 
 def _empty() -> dict[str, Any]:
     """A document with nothing recorded."""
-    return {"version": VERSION, "resources": {}, "instances": {}, "launches": {}, "steps": [], "facts": {}}
+    return {"version": VERSION, "cluster": {}, "resources": {}, "instances": {}, "launches": {}, "steps": [],
+            "facts": {}}
 
 
 class Ledger:
@@ -25,7 +28,10 @@ class Ledger:
 
     def __init__(self, state: ClusterState) -> None:
         self.state = state
-        self.data: dict[str, Any] = _empty() | (state.read(DOCUMENT) or {})
+        stored = state.read(DOCUMENT) or {}
+        self.data: dict[str, Any] = _empty() | stored
+        if "cluster" not in stored and not self.is_empty():  # made before ids: its resources carry the name only
+            self.data["cluster"] = {"by_name": True}
 
     def save(self) -> None:
         """Write the document now."""
@@ -43,6 +49,35 @@ class Ledger:
         """Forget the document (after a clean teardown)."""
         self.state.remove(DOCUMENT)
         self.data = _empty()
+
+    # --- the cluster's id and its claim on the name -----------------------------------------------
+
+    @property
+    def cluster_id(self) -> str | None:
+        """The id drawn at the cluster's first `up` (None before it)."""
+        return self.data["cluster"].get("id")
+
+    @property
+    def claim_held(self) -> bool:
+        """Whether the claim was confirmed ours once (not only intended)."""
+        return self.data["cluster"].get("claim") == "held"
+
+    @property
+    def owner(self) -> Owner:
+        """What selects the cluster's resources: name and id; the name alone for a cluster made before ids."""
+        by_name = self.data["cluster"].get("by_name")
+        return Owner(self.state.cluster, None if by_name else self.cluster_id)
+
+    def claiming(self, cluster_id: str) -> None:
+        """Write down the id before the claim is sent (a crash after it finds the claim ours)."""
+        self.data["cluster"].update(id=cluster_id, claim="taking")
+        self.save()
+
+    def claimed(self) -> None:
+        """Write down that the claim is ours."""
+        if not self.claim_held:
+            self.data["cluster"]["claim"] = "held"
+            self.save()
 
     # --- resources -----------------------------------------------------------------------------
 

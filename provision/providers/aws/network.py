@@ -1,6 +1,12 @@
-"""The VPC, subnet, internet gateway and route table, made only when the spec names no existing ones."""
+"""The VPC, subnet, internet gateway and route table, made only when the spec names no existing ones.
+
+CreateRouteTable carries a client token, the same on every retry of the call, so a retry of a call that landed
+returns that table; CreateVpc, CreateSubnet and CreateInternetGateway take none (a retried call that had landed
+leaves a second one, tagged with the cluster's id, which `down` removes).
+"""
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from provision.adaptors.aws import AlreadyExistsError, Aws
@@ -28,15 +34,15 @@ def ensure(aws: Aws, ledger: Ledger, spec: ClusterSpec, progress: Progress) -> N
             if ledger.id(key) != value:
                 ledger.created(key, key, value, owned=False)
         return Network(p.vpc_id, p.subnet_id, owned=False)
-    cluster = spec.name
+    owner = ledger.owner
 
     def make(kind: str, operation: str, result: str, id_field: str, **params) -> str:
         """Create one taggable network resource and return its id."""
-        tagged = tags.specifications(tags.cluster_tags(cluster, kind), kind)
+        tagged = tags.specifications(owner.tags(kind), kind)
         return getattr(aws.ec2, operation)(TagSpecifications=tagged, **params)[result][id_field]
 
     def find(kind: str, operation: str, key: str, id_field: str):
-        return lambda: one_by_tag(aws, operation, key, id_field, cluster, kind)
+        return lambda: one_by_tag(aws, operation, key, id_field, owner, kind)
 
     vpc, made = ledger.ensure("vpc", "vpc",
                               lambda: make("vpc", "create_vpc", "Vpc", "VpcId", CidrBlock=str(p.vpc_cidr)),
@@ -57,7 +63,7 @@ def ensure(aws: Aws, ledger: Ledger, spec: ClusterSpec, progress: Progress) -> N
     _said(progress, made, f"created subnet {subnet} ({p.subnet_cidr}, {p.availability_zone})")
     table, made = ledger.ensure(
         "route-table", "route-table", lambda: make("route-table", "create_route_table", "RouteTable", "RouteTableId",
-                                                   VpcId=vpc),
+                                                   VpcId=vpc, ClientToken=uuid.uuid4().hex),
         find("route-table", "describe_route_tables", "RouteTables", "RouteTableId"))
     _said(progress, made, f"created route table {table}")
     _step(ledger, "default-route", lambda: aws.ec2.create_route(RouteTableId=table, DestinationCidrBlock="0.0.0.0/0",

@@ -29,12 +29,12 @@ def ensure(aws: Aws, ledger: Ledger, spec: ClusterSpec, facts: Facts, progress: 
                 progress(f"note: {group.instance_type} does not support cluster placement groups; group "
                          f"{group.name} launches without one")
             continue
-        key, name = f"placement-group:{group.name}", f"gpu-provision-{spec.name}-{group.name}"
+        key, name = f"placement-group:{group.name}", ledger.owner.name(group.name)
         record = ledger.record(key) or {}
         if record.get("status") == "unsupported":
             continue
         try:
-            made_name, made = ledger.ensure(key, "placement-group", lambda: _create(aws, spec, group, name),
+            made_name, made = ledger.ensure(key, "placement-group", lambda: _create(aws, ledger.owner, group, name),
                                             lambda: _find(aws, name))
         except UnsupportedError as exc:
             ledger.resources[key] = {"kind": "placement-group", "status": "unsupported", "reason": exc.message}
@@ -47,11 +47,11 @@ def ensure(aws: Aws, ledger: Ledger, spec: ClusterSpec, facts: Facts, progress: 
     return out
 
 
-def _create(aws: Aws, spec: ClusterSpec, group: NodeGroup, name: str) -> str:
-    """Create the group (a name already taken is this cluster's: the name carries cluster and group)."""
+def _create(aws: Aws, owner: tags.Owner, group: NodeGroup, name: str) -> str:
+    """Create the group (a name already taken is this cluster's: the name carries cluster, id and group)."""
     try:
         aws.ec2.create_placement_group(GroupName=name, Strategy="cluster", TagSpecifications=tags.specifications(
-            tags.cluster_tags(spec.name, f"placement-group:{group.name}", group=group.name), "placement-group"))
+            owner.tags(f"placement-group:{group.name}", group=group.name), "placement-group"))
     except AlreadyExistsError:
         pass
     return name

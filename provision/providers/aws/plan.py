@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from provision import hostlist
 from provision.errors import SpecError
-from provision.providers.aws import prices
+from provision.providers.aws import claim, prices
 from provision.providers.aws.instance_types import known
 from provision.providers.aws.security import group_name
+from provision.providers.aws.tags import Owner
 from provision.providers.base import Plan, PlanItem
 from provision.spec.model import ClusterSpec, NodeGroup
 from provision.spec.topology import group_names
@@ -14,7 +15,9 @@ from provision.spec.topology import group_names
 def build(spec: ClusterSpec) -> Plan:
     """Every resource `up` would make, in creation order, priced from the dated table where it can be."""
     p, table = spec.provider, prices.table()
-    items: list[PlanItem] = []
+    owner = Owner(spec.name, "<cluster id>")  # drawn at the first `up`
+    items = [PlanItem("claim", claim.parameter(spec.name), f"SSM parameter: the name in {p.region}, held by this "
+                      "cluster until `down`")]
     notes = [f"hourly costs: {table.region} list prices as of {table.date} ({table.source}); data transfer, "
              "snapshots and taxes not included"]
     if p.region != table.region:
@@ -26,14 +29,14 @@ def build(spec: ClusterSpec) -> Plan:
                   PlanItem("internet-gateway", f"{spec.name}-internet-gateway", f"attached to {spec.name}-vpc"),
                   PlanItem("subnet", f"{spec.name}-subnet", f"{p.subnet_cidr} in {p.availability_zone}"),
                   PlanItem("route-table", f"{spec.name}-route-table", "0.0.0.0/0 through the internet gateway")]
-    items.append(PlanItem("security-group", group_name(spec), f"all traffic within the group (EFA); SSH from "
+    items.append(PlanItem("security-group", group_name(owner), f"all traffic within the group (EFA); SSH from "
                           f"{p.ssh_ingress_cidr}"))
     if not p.key_pair_name:
-        items.append(PlanItem("key-pair", f"gpu-provision-{spec.name}-<key digest>", "imports the cluster's "
+        items.append(PlanItem("key-pair", owner.name("<key digest>"), "imports the cluster's "
                               "public key"))
     for group in spec.node_groups:
         if group.gpu and group.capacity != "reservation":
-            items.append(PlanItem("placement-group", f"gpu-provision-{spec.name}-{group.name}",
+            items.append(PlanItem("placement-group", owner.name(group.name),
                                   f"cluster strategy for group {group.name}"))
     if p.fsx_lustre:
         fs = p.fsx_lustre

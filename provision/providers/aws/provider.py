@@ -1,4 +1,5 @@
-"""The aws provider's Provider: EC2 instances for every node group, all state in aws.json, all resources tagged."""
+"""The aws provider's Provider: EC2 instances for every node group, all state in aws.json, all resources tagged
+with the cluster's name and id, the name claimed in the region first."""
 from __future__ import annotations
 
 from provision.adaptors.aws import Aws
@@ -24,10 +25,11 @@ class AwsProvider(Provider):
         self._facts: Facts | None = None
 
     def check_environment(self) -> None:
-        """Read-only checks against the account (offerings, EFA, image, quota...) before anything is created."""
+        """Read-only checks against the account (the name, offerings, EFA, image, quota...) before anything is
+        created."""
         ledger = Ledger(self.state)
         self._facts = environment.check(self.aws, self.spec, self._pending(ledger), ledger.facts.get("image"),
-                                        fresh=ledger.is_empty())
+                                        fresh=ledger.is_empty(), cluster_id=ledger.cluster_id)
 
     def plan(self) -> Plan:
         """The resources `create` would make and an hourly estimate; no API call."""
@@ -42,21 +44,21 @@ class AwsProvider(Provider):
     def describe(self) -> ClusterInfo:
         """Recorded instances with their live state and addresses (one filtered describe)."""
         ledger = Ledger(self.state)
-        alive = instances.live(self.aws, self.spec.name) if ledger.instances else {}
+        alive = instances.live(self.aws, ledger.owner) if ledger.instances else {}
         return nodes.cluster_info(self.spec, self.state, ledger, alive)
 
     def retire(self, names: list[str], progress: Progress = silent) -> list[str]:
-        """Terminate exactly the recorded instances of these nodes (each checked live to carry the cluster's tag), wait
-        until they are gone, and forget them in aws.json and known_hosts; other nodes and shared resources stay."""
-        return retire.retire(self.aws, Ledger(self.state), self.spec.name, names, self.state.known_hosts_path,
-                             progress)
+        """Terminate exactly the recorded instances of these nodes (each checked live to carry the cluster's tags),
+        wait until they are gone, and forget them in aws.json and known_hosts; other nodes and shared resources stay."""
+        return retire.retire(self.aws, Ledger(self.state), names, self.state.known_hosts_path, progress)
 
     def hourly_cost(self, nodes: list[NodeInfo]) -> float | None:
         """What these nodes cost per hour from the price table, as `plan` prices them; no API call."""
         return cost.hourly(self.spec, nodes)
 
     def destroy(self, progress: Progress = silent, *, orphans: bool = False) -> Teardown:
-        """Remove everything in reverse order, then audit by tag; idempotent."""
+        """Remove everything carrying the cluster's id in reverse order, audit by tag, release the name's claim last;
+        idempotent. `orphans`: select by the name alone (the only sweep by name)."""
         return teardown.destroy(self.aws, Ledger(self.state), self.spec.name, progress, orphans=orphans)
 
     def _pending(self, ledger: Ledger) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """Removing single nodes from a running cluster (a shrink): terminate exactly their instances, then forget them.
 
-The lifecycle calls this after Slurm let the nodes go. Only an instance that still carries the cluster's tag is
-terminated; the VPC, security group, placement groups, FSx and key pair stay, as do the other nodes. A name without
+The lifecycle calls this after Slurm let the nodes go. Only an instance that still carries the cluster's tags (its
+name and id) is terminated; the VPC, security group, placement groups, FSx and key pair stay, as do the other nodes. A name without
 a recorded instance, or whose instance is gone already, is forgotten without an API call that changes anything, so
 a second call does nothing.
 """
@@ -25,21 +25,20 @@ class Sorting:
 
     ours: dict[str, str] = field(default_factory=dict)  # live and tagged as the cluster's: terminate
     gone: dict[str, str] = field(default_factory=dict)  # terminated or unknown to EC2: forget
-    foreign: dict[str, str] = field(default_factory=dict)  # live without the cluster's tag: never terminated
+    foreign: dict[str, str] = field(default_factory=dict)  # live without the cluster's tags: never terminated
     addresses: set[str] = field(default_factory=set)  # public and private addresses of ours and gone ones
 
 
-def retire(aws: Aws, ledger: Ledger, cluster: str, names: list[str], known_hosts: Path,
-           progress: Progress) -> list[str]:
+def retire(aws: Aws, ledger: Ledger, names: list[str], known_hosts: Path, progress: Progress) -> list[str]:
     """Terminate the named nodes' instances and wait until they are gone, then drop them from the state and from
     known_hosts; returns one line per instance terminated. Names without a recorded instance are ignored."""
     wanted = list(dict.fromkeys(names))
-    _settle_batches(aws, ledger, cluster, wanted, progress)
+    _settle_batches(aws, ledger, wanted, progress)
     recorded = {name: ledger.instances[name]["id"] for name in wanted if name in ledger.instances}
     if not recorded:
         return []
-    sorting = sort(recorded, describe(aws, list(recorded.values())), cluster)
-    _report(sorting, cluster, progress)
+    sorting = sort(recorded, describe(aws, list(recorded.values())), ledger.owner)
+    _report(sorting, ledger.owner, progress)
     if sorting.ours:
         progress(f"terminating {len(sorting.ours)} instance(s): {', '.join(sorting.ours)}")
         instances.terminate(aws, list(sorting.ours.values()))
@@ -48,21 +47,21 @@ def retire(aws: Aws, ledger: Ledger, cluster: str, names: list[str], known_hosts
     return [f"instance {instance_id} ({name})" for name, instance_id in sorting.ours.items()]
 
 
-def _report(sorting: Sorting, cluster: str, progress: Progress) -> None:
+def _report(sorting: Sorting, owner: tags.Owner, progress: Progress) -> None:
     """Say which instances are not terminated, and why."""
     for name, instance_id in sorting.foreign.items():
-        progress(f"{name}: instance {instance_id} does not carry {tags.CLUSTER}={cluster}, so it is not terminated; "
+        progress(f"{name}: instance {instance_id} does not carry {owner.label()}, so it is not terminated; "
                  "it is no longer recorded as this cluster's")
     for name, instance_id in sorting.gone.items():
         progress(f"{name}: instance {instance_id} is gone already")
 
 
-def _settle_batches(aws: Aws, ledger: Ledger, cluster: str, names: list[str], progress: Progress) -> None:
+def _settle_batches(aws: Aws, ledger: Ledger, names: list[str], progress: Progress) -> None:
     """Adopt the open launch batches that name a node to remove, so its instance is recorded and terminated here
     rather than adopted, and brought back, by the next `create`."""
     for group, batch in list(ledger.launches.items()):
         if set(batch["nodes"]) & set(names):
-            instances.adopt_open_batch(aws, ledger, cluster, group, progress)
+            instances.adopt_open_batch(aws, ledger, group, progress)
 
 
 def describe(aws: Aws, ids: list[str]) -> dict[str, dict]:
@@ -75,13 +74,13 @@ def describe(aws: Aws, ids: list[str]) -> dict[str, dict]:
     return found
 
 
-def sort(recorded: dict[str, str], found: dict[str, dict], cluster: str) -> Sorting:
+def sort(recorded: dict[str, str], found: dict[str, dict], owner: tags.Owner) -> Sorting:
     """Which recorded instances to terminate, which are gone, and which are not the cluster's (tags checked live)."""
     sorting = Sorting()
     for name, instance_id in recorded.items():
         instance = found.get(instance_id)
         gone = instance is None or instance["State"]["Name"] == "terminated"
-        if not gone and tags.as_dict(instance.get("Tags")).get(tags.CLUSTER) != cluster:
+        if not gone and not owner.owns(tags.as_dict(instance.get("Tags"))):
             sorting.foreign[name] = instance_id
             continue
         (sorting.gone if gone else sorting.ours)[name] = instance_id

@@ -15,31 +15,32 @@ from provision.spec.model import ClusterSpec
 from provision.state import ClusterState
 
 
-def group_name(spec: ClusterSpec) -> str:
-    """The security group's name (unique per VPC)."""
-    return f"gpu-provision-{spec.name}"
+def group_name(owner: tags.Owner) -> str:
+    """The security group's name (unique per VPC; the cluster's id is part of it)."""
+    return owner.name()
 
 
 def ensure_security_group(aws: Aws, ledger: Ledger, spec: ClusterSpec, vpc_id: str, progress: Progress) -> str:
     """The cluster's security group with its two ingress rules."""
-    cluster, name = spec.name, group_name(spec)
+    owner = ledger.owner
+    name = group_name(owner)
+
+    def find() -> str | None:
+        return one_by_tag(aws, "describe_security_groups", "SecurityGroups", "GroupId", owner, "security-group")
 
     def create() -> str:
         try:
             return aws.ec2.create_security_group(
-                GroupName=name, VpcId=vpc_id, Description=f"gpu-provision cluster {cluster}",
-                TagSpecifications=tags.specifications(tags.cluster_tags(cluster, "security-group"),
-                                                      "security-group"))["GroupId"]
+                GroupName=name, VpcId=vpc_id, Description=f"gpu-provision cluster {spec.name}",
+                TagSpecifications=tags.specifications(owner.tags("security-group"), "security-group"))["GroupId"]
         except AlreadyExistsError:
-            found = one_by_tag(aws, "describe_security_groups", "SecurityGroups", "GroupId", cluster, "security-group")
+            found = find()
             if found is None:
                 raise CloudError(f"a security group named {name} already exists in {vpc_id} and is not this "
                                  "cluster's", hint="rename the cluster, or delete that group") from None
             return found
 
-    group, made = ledger.ensure("security-group", "security-group", create,
-                                lambda: one_by_tag(aws, "describe_security_groups", "SecurityGroups", "GroupId",
-                                                   cluster, "security-group"))
+    group, made = ledger.ensure("security-group", "security-group", create, find)
     if made:
         progress(f"created security group {group}")
     if not ledger.step_done("security-group-rules"):
@@ -64,15 +65,14 @@ def ensure_key_pair(aws: Aws, ledger: Ledger, spec: ClusterSpec, state: ClusterS
     private = spec.ssh.key_path.expanduser() if spec.ssh.key_path else _cluster_key(state, spec.name)
     material = sshkeys.public_key(private)
     digest = hashlib.sha256(material.split()[1].encode()).hexdigest()[:10]
-    name = f"gpu-provision-{spec.name}-{digest}"
+    name = ledger.owner.name(digest)
 
     def create() -> str:
         try:
             aws.ec2.import_key_pair(KeyName=name, PublicKeyMaterial=material.encode(),
-                                    TagSpecifications=tags.specifications(tags.cluster_tags(spec.name, "key-pair"),
-                                                                          "key-pair"))
+                                    TagSpecifications=tags.specifications(ledger.owner.tags("key-pair"), "key-pair"))
         except AlreadyExistsError:
-            pass  # the name carries the key's digest, so the key pair holds this very key
+            pass  # the name carries the cluster's id and the key's digest: the key pair holds this very key
         return name
 
     def find() -> str | None:
@@ -82,7 +82,8 @@ def ensure_key_pair(aws: Aws, ledger: Ledger, spec: ClusterSpec, state: ClusterS
         except CloudNotFoundError:
             return None
 
-    if ledger.id("key-pair") not in (None, name):  # the local key changed: the old pair is useless
+    recorded = ledger.id("key-pair")
+    if recorded and not recorded.endswith(f"-{digest}"):  # the local key changed: the old pair is useless
         ledger.forget("key-pair")
     key, made = ledger.ensure("key-pair", "key-pair", create, find)
     if made:

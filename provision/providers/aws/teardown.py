@@ -1,7 +1,9 @@
 """`down`: remove what the state records in reverse dependency order, then audit by tag and sweep.
 
 Idempotent: a resource already gone counts as removed; a second `down` finds nothing and says so.
-"0 resources left" is reported only after the audit looked.
+"0 resources left" is reported only after the audit looked. Everything is selected by the cluster's
+id (tags.Owner), so another cluster of the same name is never touched; only `--orphans` selects by
+the name alone. The name's claim is released last.
 """
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ from collections.abc import Callable
 
 from provision.adaptors.aws import Aws, DependencyError
 from provision.errors import CloudAuthError, CloudError, CloudNotFoundError, UsageError
-from provision.providers.aws import audit, fsx, instances, tags
+from provision.providers.aws import audit, claim, fsx, instances
 from provision.providers.aws.audit import Leftover
 from provision.providers.aws.ledger import Ledger
+from provision.providers.aws.tags import Owner
 from provision.providers.base import Teardown
 from provision.records import Progress
 
@@ -21,16 +24,22 @@ ORDER = ("instance", "fsx", "placement-group", "network-interface", "volume", "s
 
 
 def destroy(aws: Aws, ledger: Ledger, cluster: str, progress: Progress, *, orphans: bool = False) -> Teardown:
-    """Remove the cluster's resources, audit by tag, sweep what the audit finds, audit again.
+    """Remove the cluster's resources, audit by tag, sweep what the audit finds, audit again; release the claim.
 
-    Without a state document here (never made here, or torn down cleanly), tagged resources may be another
-    machine's cluster of the same name: they are removed only with `orphans` (the user says they are this
-    cluster's, its state lost). A document left by an unfinished `up` or `down` keeps `down` working alone."""
+    What is removed carries the id this state records, so another cluster of the same name (another state root)
+    keeps all of its resources and its claim. Without a state document here (never made here, or torn down
+    cleanly), nothing is this state's: resources tagged with the name are removed only with `orphans` (the user
+    says they are this cluster's, its state lost), which selects by the name alone and releases the name's claim
+    whoever holds it. A document left by an unfinished `up` or `down` keeps `down` working alone; the claim goes
+    only once the audit found nothing, so an unfinished `down` keeps the name until it is finished."""
     if not orphans and not ledger.kept():
         _refuse_unrecorded(aws, cluster)
+        progress(f"audit: 0 resources left carrying {Owner(cluster).label()}")
+        return Teardown()
+    owner = Owner(cluster) if orphans else ledger.owner
     removed: list[str] = []
     failures: dict[str, str] = {}
-    _terminate(aws, ledger, cluster, removed, progress)
+    _terminate(aws, ledger, owner, removed, progress)
     recorded = [(key, record) for kind in ORDER[1:] for key, record in list(ledger.resources.items())
                 if record["kind"] == kind]
     for key, record in recorded:
@@ -42,36 +51,38 @@ def destroy(aws: Aws, ledger: Ledger, cluster: str, progress: Progress, *, orpha
         ledger.forget(key)  # deleted, kept (not ours), or never made (an intent: the audit finds it if it exists)
     ledger.clear_steps()
     notes: list[str] = []
-    found = audit.find(aws, cluster, notes)
+    found = audit.find(aws, owner, notes)
     if found:
-        progress(f"audit: {len(found)} resource(s) still carry {tags.CLUSTER}={cluster}: "
+        progress(f"audit: {len(found)} resource(s) still carry {owner.label()}: "
                  f"{', '.join(f.label() for f in found)}; removing them")
         _sweep(aws, found, removed, failures, progress)
-        found = audit.find(aws, cluster, notes)
+        found = audit.find(aws, owner, notes)
     for note in dict.fromkeys(notes):
         progress(f"note: {note}")
     if not found:
+        claim.release(aws, cluster, ledger.cluster_id, progress, any_holder=orphans)
         ledger.remove()
-    progress(f"audit: {len(found)} resources left carrying {tags.CLUSTER}={cluster}")
+    progress(f"audit: {len(found)} resources left carrying {owner.label()}")
     leftovers = [f"{f.label()} ({failures[f.label()]})" if f.label() in failures else f.label() for f in found]
     return Teardown(removed=removed, leftovers=leftovers)
 
 
 def _refuse_unrecorded(aws: Aws, cluster: str) -> None:
-    """UsageError when resources carry the cluster's tag but this machine recorded none of them."""
-    found = audit.find(aws, cluster, [])
+    """UsageError when resources carry the cluster's name but this machine recorded none of them."""
+    owner = Owner(cluster)
+    found = audit.find(aws, owner, [])
     if found:
-            raise UsageError(f"this machine records nothing for cluster '{cluster}', but {len(found)} resource(s) in "
-                         f"the region carry {tags.CLUSTER}={cluster} ({audit.summary(found)}); they may be another machine's "
-                         "cluster of the same name, so nothing was removed",
+        raise UsageError(f"this machine records nothing for cluster '{cluster}', but {len(found)} resource(s) in "
+                         f"the region carry {owner.label()} ({audit.summary(found)}); they may be another "
+                         "machine's cluster of the same name, so nothing was removed",
                          hint="run `provision down` where the cluster was made; if they are this cluster's "
                               "and its state directory was lost, run `provision down SPEC --orphans`")
 
 
-def _terminate(aws: Aws, ledger: Ledger, cluster: str, removed: list[str], progress: Progress) -> None:
-    """Terminate every live instance carrying the cluster's tag (recorded or not) and forget the recorded ones."""
+def _terminate(aws: Aws, ledger: Ledger, owner: Owner, removed: list[str], progress: Progress) -> None:
+    """Terminate every live instance carrying the cluster's tags (recorded or not) and forget the recorded ones."""
     names = {record["id"]: name for name, record in ledger.instances.items()}
-    alive = sorted(instances.live(aws, cluster))
+    alive = sorted(instances.live(aws, owner))
     if alive:
         progress(f"terminating {len(alive)} instance(s)")
         instances.terminate(aws, alive)

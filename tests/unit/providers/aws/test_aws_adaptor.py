@@ -36,6 +36,8 @@ def aws(monkeypatch):
     ("DependencyViolation", DependencyError, False),
     ("InvalidPermission.Duplicate", AlreadyExistsError, False),
     ("Resource.AlreadyAssociated", AlreadyExistsError, False),
+    ("ParameterAlreadyExists", AlreadyExistsError, False),  # the name's claim is taken
+    ("ParameterNotFound", CloudNotFoundError, False),  # the name is free
     ("InvalidParameterValue", CloudError, False),
 ])
 def test_error_codes_become_our_errors(aws, code, error, retryable):

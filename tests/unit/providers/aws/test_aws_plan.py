@@ -32,8 +32,11 @@ def _plan(tmp_path, data=SPEC):
 def test_plan_lists_every_resource_in_creation_order_without_calling_aws(tmp_path):
     plan, aws = _plan(tmp_path)
     assert [i.kind for i in plan.items] == [
-        "vpc", "internet-gateway", "subnet", "route-table", "security-group", "key-pair", "placement-group",
+        "claim", "vpc", "internet-gateway", "subnet", "route-table", "security-group", "key-pair", "placement-group",
         "placement-group", "fsx-lustre", "instances", "instances", "instances", "volumes"]
+    assert plan.items[0].name == "/gpu-provision/clusters/demo"
+    assert [i.name for i in plan.items if i.kind == "placement-group"] == [
+        "gpu-provision-demo-<cluster id>-gpu", "gpu-provision-demo-<cluster id>-cheap"]
     gpu = next(i for i in plan.items if i.name == "gpu[01-04]")
     assert gpu.detail == "4 x p5.48xlarge (8x H100-SXM, 32 EFA), on-demand, us-east-1a"
     assert aws.calls == {} and aws._clients == {}
