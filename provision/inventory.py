@@ -37,11 +37,7 @@ def render(spec: ClusterSpec, cluster: ClusterInfo) -> dict[str, str]:
     """The inventory files as relative path -> text (pure; writing is separate)."""
     env = environment()
     state = ClusterState.for_spec(spec)
-    groups = inventory_groups(cluster)
     recorded = hardware.load(state)
-    hosts = env.get_template("inventory/hosts.yml.j2").render(
-        cluster=cluster, groups=groups, ssh_common_args=ssh_options.common_args(cluster),
-        ssh_key_file=ssh_options.option_path(cluster.ssh_key_path) if cluster.ssh_key_path else None)
     context = {
         "spec": spec,
         "cluster": cluster,
@@ -56,7 +52,15 @@ def render(spec: ClusterSpec, cluster: ClusterInfo) -> dict[str, str]:
         "db_password_file": str(state.secrets.db_password),
     }
     cluster_vars = env.get_template("inventory/cluster.yml.j2").render(**context)
-    return {"hosts.yml": hosts, "group_vars/all/cluster.yml": cluster_vars}
+    return {"hosts.yml": render_hosts(cluster), "group_vars/all/cluster.yml": cluster_vars}
+
+
+def render_hosts(cluster: ClusterInfo) -> str:
+    """hosts.yml: the nodes, their groups, and how Ansible logs in (host keys checked, ssh_options)."""
+    return environment().get_template("inventory/hosts.yml.j2").render(
+        cluster=cluster, groups=inventory_groups(cluster),
+        ssh_args=ssh_options.ssh_args(cluster.known_hosts_path), ssh_common_args=ssh_options.common_args(cluster),
+        ssh_key_file=ssh_options.option_path(cluster.ssh_key_path) if cluster.ssh_key_path else None)
 
 
 def write(spec: ClusterSpec, cluster: ClusterInfo, out_dir: Path) -> list[Path]:

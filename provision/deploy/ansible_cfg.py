@@ -1,4 +1,5 @@
-"""ansible.cfg tuned for many hosts: forks, pipelining, multiplexing in a per-cluster directory, fact cache."""
+"""ansible.cfg tuned for many hosts: forks, pipelining, multiplexing in a per-cluster directory, fact cache; host
+keys checked against the cluster's known_hosts."""
 from __future__ import annotations
 
 import hashlib
@@ -6,6 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from provision import ssh_options
 from provision.resources import playbooks_dir
 from provision.state import ClusterState, private_dir, write_private
 from provision.templating import environment
@@ -52,5 +54,6 @@ def write_ansible_cfg(state: ClusterState, host_count: int) -> Path:
         forks=max(5, min(host_count, 100)),
         fact_cache=str(state.path / "facts"),
         control_path_dir=str(cp_dir),
+        ssh_args=ssh_options.ssh_args(state.known_hosts_path),
     )
     return write_private(state.path / "ansible.cfg", text)

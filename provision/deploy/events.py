@@ -1,6 +1,8 @@
 """Turn ansible-runner's event stream into live progress and per-host results (pure, no I/O)."""
 from __future__ import annotations
 
+import re
+import shlex
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -9,6 +11,11 @@ from provision.deploy.progress import OnUpdate, PlayProgress
 from provision.deploy.records import HostResult
 
 __all__ = ["EventTracker", "OnUpdate", "PlayProgress", "failure_message"]
+# OpenSSH's words when StrictHostKeyChecking=yes refuses a key
+_HOST_KEY_REFUSED = "Host key verification failed"
+_CHANGED_KEY = re.compile(r"Host key for (\S+) has changed")
+_UNKNOWN_KEY = re.compile(r"host key is known for (\S+) and")
+_REMOVE_KEY = re.compile(r'ssh-keygen -f "([^"]+)" -R "([^"]+)"')
 _STAT_KEYS = {"ok": "ok", "changed": "changed", "failures": "failed", "dark": "unreachable", "skipped": "skipped"}
 
 
@@ -109,6 +116,8 @@ def failure_message(res: dict) -> str:
     """The most useful single line of a failed task's result."""
     if res.get("censored"):
         return "output hidden (no_log); see the role's validate messages"
+    if _HOST_KEY_REFUSED in str(res.get("msg", "")):
+        return host_key_message(str(res["msg"]))
     for key in ("msg", "stderr", "module_stderr", "stdout"):
         text = res.get(key)
         if text:
@@ -116,3 +125,18 @@ def failure_message(res: dict) -> str:
             if lines:
                 return lines[-1][:400] if key != "msg" else " ".join(lines)[:400]
     return "failed without a message"
+
+
+def host_key_message(ssh_error: str) -> str:
+    """ssh's refusal of an unknown or changed host key (before any login), in our words and with the fix."""
+    changed = _CHANGED_KEY.search(ssh_error)
+    if changed:
+        remove = _REMOVE_KEY.search(ssh_error)
+        fix = shlex.join(["ssh-keygen", "-f", remove[1], "-R", remove[2]]) if remove else "remove its known_hosts line"
+        return (f"host key changed for {changed[1]}: ssh refused to log in (an impostor at the node's address, or "
+                f"the node was reinstalled); if the change is expected: {fix}, then "
+                "`provision preflight SPEC --accept-new-host-keys`")
+    unknown = _UNKNOWN_KEY.search(ssh_error)
+    where = f" for {unknown[1]}" if unknown else ""
+    return (f"host key unknown{where}: ssh refused to log in (the cluster's known_hosts has no key for it); verify "
+            "the node, then record its key with `provision preflight SPEC --accept-new-host-keys`")

@@ -1,4 +1,5 @@
-"""Shared fixtures: the fake NVML (tests/fixtures/certify/fake_nvml.py) and the fixture folder."""
+"""Shared fixtures: the fake NVML (tests/fixtures/certify/fake_nvml.py), the fixture folder, and the loopback SSH
+server (loopback_sshd.py: sshd_factory, key_file)."""
 from __future__ import annotations
 
 import importlib.util
@@ -6,6 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from loopback_sshd import key_file, sshd_factory
+
+__all__ = ["key_file", "sshd_factory"]  # fixtures for every unit test
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "certify"
 

@@ -1,5 +1,9 @@
 """A real SSH server on 127.0.0.1 (paramiko's server side, in this process): public-key logins, commands run here
-with `sh -c`, and direct-tcpip forwarding to other loopback ports (a jump host)."""
+with `sh -c`, and direct-tcpip forwarding to other loopback ports (a jump host).
+
+It records what a client did: connections, authentication attempts (any method, before success or failure),
+logins and commands, so a test can tell a client that stopped at the host key from one that went further.
+tests/unit/conftest.py makes its fixtures available to every unit test."""
 from __future__ import annotations
 
 import socket
@@ -14,12 +18,15 @@ import pytest
 
 @dataclass
 class LoopbackSshd:
-    """A listening server; `logins` records (user, key fingerprint) of each successful login."""
+    """A listening server and what clients did with it (users in `auth_attempts` and `logins`, `commands` run)."""
 
     host_key: paramiko.PKey
     keys: dict[str, paramiko.PKey]  # user -> the one key that user may log in with
     port: int = 0
+    connections: int = 0  # TCP connections accepted
+    auth_attempts: list[str] = field(default_factory=list)  # a user for each authentication request, any method
     logins: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
     _listener: socket.socket | None = None
 
     def known_hosts_line(self) -> str:
@@ -39,6 +46,7 @@ class LoopbackSshd:
                 conn, _ = self._listener.accept()
             except OSError:
                 return
+            self.connections += 1
             threading.Thread(target=self._session, args=(conn,), daemon=True).start()
 
     def _session(self, conn: socket.socket) -> None:
@@ -47,7 +55,7 @@ class LoopbackSshd:
         handler = _Handler(self)
         try:
             transport.start_server(server=handler)
-        except (paramiko.SSHException, EOFError):
+        except (paramiko.SSHException, EOFError, OSError):  # a client that refused our host key hangs up
             return
         while transport.is_active():
             channel = transport.accept(timeout=1)
@@ -67,7 +75,12 @@ class _Handler(paramiko.ServerInterface):
     def get_allowed_auths(self, username: str) -> str:
         return "publickey"
 
+    def check_auth_none(self, username: str) -> int:
+        self.server.auth_attempts.append(username)
+        return paramiko.AUTH_FAILED
+
     def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
+        self.server.auth_attempts.append(username)
         if self.server.keys.get(username) == key:
             self.server.logins.append(username)
             return paramiko.AUTH_SUCCESSFUL
@@ -85,7 +98,11 @@ class _Handler(paramiko.ServerInterface):
         self.forwards[chanid] = destination
         return paramiko.OPEN_SUCCEEDED
 
+    def check_channel_pty_request(self, *args) -> bool:
+        return True  # ssh -tt asks for one; commands still run without a terminal
+
     def check_channel_exec_request(self, channel: paramiko.Channel, command: bytes) -> bool:
+        self.server.commands.append(command.decode())
         self.commands[channel.get_id()] = command.decode()
         self.ready[channel.get_id()].set()
         return True
@@ -101,7 +118,8 @@ class _Handler(paramiko.ServerInterface):
         channel.sendall(done.stdout)
         channel.sendall_stderr(done.stderr)
         channel.send_exit_status(done.returncode)
-        channel.shutdown_write()  # EOF, not close: the client closes once it has read everything
+        channel.shutdown_write()  # EOF, then close as sshd does (OpenSSH's client waits for it); the data stays
+        channel.close()  # readable on a paramiko client
 
 
 def _forward(channel: paramiko.Channel, destination: tuple[str, int]) -> None:

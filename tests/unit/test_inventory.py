@@ -122,7 +122,18 @@ def test_jump_host_goes_through_a_verifying_proxy_command():
     data = _load(inventory.render(spec, cluster)["hosts.yml"])
     words = shlex.split(data["all"]["vars"]["ansible_ssh_common_args"])  # as Ansible's ssh plugin splits them
     known = f"UserKnownHostsFile={planned.known_hosts_path}"
-    assert words[:4] == ["-o", "StrictHostKeyChecking=yes", "-o", known] and words[4] == "-o"
-    proxy = words[5].removeprefix("ProxyCommand=")
+    assert words[0] == "-o" and len(words) == 2
+    proxy = words[1].removeprefix("ProxyCommand=")
     assert shlex.split(proxy) == ["ssh", "-o", "StrictHostKeyChecking=yes", "-o", known, "-i",
                                   str(planned.ssh_key_path), "-W", "%h:%p", "ubuntu@198.51.100.7"]
+
+
+def test_the_host_key_policy_comes_first_and_beats_the_environment():
+    """ansible_ssh_args: first on ssh's command line (before Ansible's own StrictHostKeyChecking=no); the variables
+    beat ANSIBLE_SSH_ARGS and ANSIBLE_HOST_KEY_CHECKING (tests/unit/security/test_deploy_host_keys.py runs it)."""
+    spec = load_spec(REPO / "inventories" / "sandbox.yaml")
+    cluster = lifecycle.planned_cluster(spec)
+    data = _load(inventory.render(spec, cluster)["hosts.yml"])["all"]["vars"]
+    words = shlex.split(data["ansible_ssh_args"])
+    assert words[:4] == ["-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={cluster.known_hosts_path}"]
+    assert data["ansible_host_key_checking"] is True

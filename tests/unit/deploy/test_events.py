@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from provision.deploy.events import EventTracker, failure_message
+import pytest
+
+from provision.deploy.events import EventTracker, failure_message, host_key_message
 from provision.deploy.records import DeployResult
 
 
@@ -71,3 +73,23 @@ def test_commands_check_mode_skipped_because_they_would_run_count_as_changes():
     assert by_host["n2"].changed_tasks == ["Create the volume"] and by_host["n2"].status == "changed"
     result = DeployResult(hosts=tracker.results(), artifacts_dir=Path("/tmp"), rc=0, check_mode=True)
     assert result.changed_hosts == ["n1", "n2"]
+
+
+CHANGED = ("Task failed: Failed to connect to the host via ssh: @@@@@@@@\r\n@    WARNING: REMOTE HOST IDENTIFICATION HAS "
+           "CHANGED!     @\r\nOffending ECDSA key in /st/ssh/known_hosts:1\r\n  remove with:\r\n  ssh-keygen -f "
+           "\"/st/ssh/known_hosts\" -R \"[10.0.0.5]:2222\"\r\nHost key for [10.0.0.5]:2222 has changed and you have "
+           "requested strict checking.\r\nHost key verification failed.")
+UNKNOWN = ("Task failed: Failed to connect to the host via ssh: No ED25519 host key is known for 10.0.0.5 and you have "
+           "requested strict checking.\r\nHost key verification failed.")
+
+
+@pytest.mark.parametrize("ssh_error, expected", [
+    (CHANGED, "host key changed for [10.0.0.5]:2222: ssh refused to log in (an impostor at the node's address, or "
+              "the node was reinstalled); if the change is expected: ssh-keygen -f /st/ssh/known_hosts -R "
+              "'[10.0.0.5]:2222', then `provision preflight SPEC --accept-new-host-keys`"),
+    (UNKNOWN, "host key unknown for 10.0.0.5: ssh refused to log in (the cluster's known_hosts has no key for it); "
+              "verify the node, then record its key with `provision preflight SPEC --accept-new-host-keys`"),
+])
+def test_a_refused_host_key_is_reported_with_its_fix(ssh_error, expected):
+    assert host_key_message(ssh_error) == expected
+    assert failure_message({"msg": ssh_error, "unreachable": True}) == expected
