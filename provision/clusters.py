@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
+from provision.spec.reader import read_text
 from provision.state import ClusterState, state_root, write_private
 
 if TYPE_CHECKING:  # a type only: naming and listing clusters (shell completion too) loads no spec model
@@ -39,7 +40,7 @@ def remember_spec(spec: ClusterSpec, path: Path) -> Path:
     """Keep the spec file a cluster is brought up from in its state (0600), so its name finds it later."""
     state = ClusterState.for_spec(spec)
     state.ensure()
-    return write_private(state.path / SPEC_COPY, path.read_text(encoding="utf-8"))
+    return write_private(state.path / SPEC_COPY, read_text(path))  # read within the spec's limits, as at load
 
 
 def resolve(argument: Path, root: Path | None = None) -> Path:
@@ -47,7 +48,8 @@ def resolve(argument: Path, root: Path | None = None) -> Path:
     folder of the same name in the working directory does not hide the cluster)."""
     if argument.is_file() or not NAME.match(str(argument)):
         return argument
-    copy = state_root(root) / "clusters" / str(argument) / SPEC_COPY
+    state = ClusterState(state_root(root), str(argument))
+    copy = state.checked(state.path / SPEC_COPY)  # a copy someone else planted is refused, not read as the spec
     return copy if copy.is_file() else argument
 
 

@@ -68,7 +68,7 @@ DCGM_CUDA_MAJORS: dict[str, Rule] = {
                             "'Update to DCGM 4.4 and Cuda 13.0')"),
 }
 
-_DRIVER_VERSION = re.compile(r"^(\d{3})\.\d+(\.\d+)?$")
+_DRIVER_VERSION = re.compile(r"^([0-9]{3})\.[0-9]+(\.[0-9]+)?$")  # ASCII digits only: int() reads what it matches
 
 
 def version_tuple(version: str) -> tuple[int, ...]:

@@ -27,6 +27,7 @@ from provision.deploy import engine
 from provision.deploy.events import OnUpdate, PlayProgress
 from provision.deploy.records import DeployResult
 from provision.errors import CertifyError, DeployError, PreflightError, ProvisionError, UsageError
+from provision.limits import clip
 from provision.lock import cluster_lock
 from provision.preflight import DEFAULT_CONCURRENCY, run_preflight
 from provision.preflight.records import PreflightReport
@@ -77,7 +78,8 @@ def plan_change(spec: ClusterSpec) -> change.ChangePlan:
     follow, and on priced providers the hourly cost before and after; no side effects."""
     provider, planned = get_provider(spec), planned_cluster(spec)
     old = change.load_applied(provider.state)
-    new = tuple(_with_known_address(n, old or []) for n in planned.nodes)
+    twins = {node.name: node for node in old or []}  # by name: 20,000 nodes compared in one pass, not 20,000 each
+    new = tuple(_with_known_address(n, twins) for n in planned.nodes)
     nodes = change.unfinished(change.diff_nodes(old, list(new)), provider.state.stage_nodes("deploy"),
                               converge.held(provider.state, planned))
     result = change.ChangePlan(running=old is not None, nodes=nodes, hourly_after=provider.hourly_cost(list(new)))
@@ -89,9 +91,9 @@ def plan_change(spec: ClusterSpec) -> change.ChangePlan:
     return result
 
 
-def _with_known_address(node: NodeInfo, old: list[NodeInfo]) -> NodeInfo:
+def _with_known_address(node: NodeInfo, old: dict[str, NodeInfo]) -> NodeInfo:
     """A planned node with the address its running twin has, where the provider assigns addresses itself."""
-    twin = next((o for o in old if o.name == node.name), None)
+    twin = old.get(node.name)
     return node.model_copy(update={"address": twin.address}) if twin and node.address is None else node
 
 
@@ -219,6 +221,8 @@ def _nodes(run: _Run) -> ClusterInfo:
     """Create the nodes the spec adds (the provider is idempotent, so this runs on every `up`); nodes the spec
     removes stay until the deploy stage has drained them and taken them out of Slurm."""
     run.provider.check_environment()
+    if run.options.source is not None:  # only now: an `up` refused before this point leaves no cluster to list
+        clusters.remember_spec(run.spec, run.options.source)
     run.cluster = run.provider.create(run.view.line)
     converge.record_nodes(run.state, run.cluster, run.before)
     return run.cluster
@@ -292,14 +296,13 @@ def failure(stage: str, record: object) -> ProvisionError | None:
 def up(spec: ClusterSpec, options: UpOptions = UpOptions(), view: UpView | None = None) -> UpResult:
     """Bring the cluster up under its lock, stage by stage, or converge a running one on a changed spec; a stage
     finished before for exactly the spec's nodes is not redone unless asked."""
+    _refuse_unknown_stages(options.redo)
     provider, view = get_provider(spec), view or UpView()
     with cluster_lock(provider.state, "up", view.line):
         before = change.load_applied(provider.state)
         planned = [n.name for n in planned_nodes(spec)]
         _refuse_impossible_change(before, spec)
-        if options.source is not None:
-            clusters.remember_spec(spec, options.source)
-        for stage in options.redo:
+        for stage in options.redo if provider.state.exists() else ():
             provider.state.mark_stage(stage, done=False)
         skipped = [s for s in STAGES if s not in ALWAYS and (s in options.skip or _covered(provider.state, s, planned))]
         run = _Run(spec, provider, view, todo=tuple(s for s in STAGES if s not in skipped), options=options,
@@ -318,6 +321,14 @@ def _covered(state: ClusterState, stage: str, planned: list[str]) -> bool:
     if covered is None:
         return True
     return covered == set(planned) if stage == "deploy" else set(planned) <= covered
+
+
+def _refuse_unknown_stages(names: tuple[str, ...]) -> None:
+    """A stage to redo must be one of STAGES (UsageError, exit 2, before anything is touched)."""
+    unknown = [name for name in names if name not in STAGES]
+    if unknown:
+        raise UsageError(f"--redo {', '.join(clip(name) for name in unknown)}: `up` has no such stage",
+                         hint=f"name one of {', '.join(STAGES)}")
 
 
 def _refuse_impossible_change(before: list[NodeInfo] | None, spec: ClusterSpec) -> None:

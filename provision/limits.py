@@ -16,6 +16,10 @@ MAX_YAML_DEPTH = 32  # nested mappings and lists
 MAX_YAML_NODES = 100_000  # scalars and collections after every alias is expanded
 MAX_SCALAR_CHARS = 4_096  # one value or key
 
+# Paths (provision.files): what Linux filesystems take; longer ones fail with ENAMETOOLONG.
+MAX_NAME_BYTES = 255  # one component of a path (NAME_MAX)
+MAX_PATH_BYTES = 4_095  # a whole path (PATH_MAX, 4,096 with its NUL)
+
 # Messages: a value is shown cut to this many characters.
 SHOWN_VALUE_CHARS = 80
 

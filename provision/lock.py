@@ -76,6 +76,7 @@ def cluster_lock(state: ClusterState, operation: str,
         finally:
             mine.depth -= 1
         return
+    state.shared_dir("locks")  # made 0700, or checked to be this user's and closed to others' writes
     held = _acquire(lock_path(state), state.cluster, operation, progress)
     with _guard:
         _held[key] = held
@@ -143,9 +144,8 @@ def _alive(holder: Holder) -> bool:
 
 
 def _open(path: Path) -> int:
-    """Open (or create, 0600) the lock file in a private directory; never follow a link."""
+    """Open (or create, 0600) the lock file in its checked directory; never follow a link."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     except OSError as exc:
         raise StateError(f"cannot open the cluster lock {path} ({exc.strerror})",

@@ -13,8 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from provision.errors import UsageError
+from provision.files import FileKind, UnreadableFile, read_regular
 
 MAX_KEY_FILE_BYTES = 1 << 20
+KEY_FILE = FileKind("a signing key", "give the path of the repository's signing key on this machine",
+                    "export the repository's signing key alone (gpg --export KEYID)")
 _BEGIN = "-----BEGIN PGP PUBLIC KEY BLOCK-----"
 _END = "-----END PGP PUBLIC KEY BLOCK-----"
 _PUBLIC_KEY, _SECRET_KEY, _SECRET_SUBKEY = 6, 5, 7
@@ -41,16 +44,12 @@ class PublicKey:
 
 
 def read_public_key(path: Path) -> PublicKey:
-    """The one public key in a file; KeyFileError says what is wrong and how to fix it."""
+    """The one public key in a file; KeyFileError says what is wrong and how to fix it (the file is read within
+    limits: a FIFO or a device is refused at once, never read)."""
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_KEY_FILE_BYTES + 1)
-    except OSError as exc:
-        raise KeyFileError(f"'{path}' cannot be read ({exc.strerror or exc})",
-                           hint="give the path of the repository's signing key on this machine") from None
-    if len(data) > MAX_KEY_FILE_BYTES:
-        raise KeyFileError(f"'{path}' is larger than {MAX_KEY_FILE_BYTES} bytes, too large for a signing key",
-                           hint="export the repository's signing key alone (gpg --export KEYID)")
+        data = read_regular(path, MAX_KEY_FILE_BYTES, KEY_FILE)
+    except UnreadableFile as exc:
+        raise KeyFileError(exc.message, hint=exc.hint) from None
     return parse_public_key(data, f"'{path}'")
 
 

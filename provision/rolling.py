@@ -78,7 +78,7 @@ def batch_size(text: str, total: int) -> int:
     value = text.strip()
     percent = value.endswith("%")
     number = value[:-1] if percent else value
-    if not number.isdigit() or int(number) < 1 or (percent and int(number) > 100):
+    if not (number.isascii() and number.isdigit()) or int(number) < 1 or (percent and int(number) > 100):
         raise UsageError(f"--rolling: '{text}' is not a batch size",
                          hint="give a node count such as 2, or a share of the compute nodes such as 25%")
     return max(1, math.floor(total * int(number) / 100)) if percent else int(number)

@@ -1,23 +1,26 @@
 """A cluster's state directory: keys, known_hosts, inventory, run artifacts, secrets, provider state; all private.
 
 A low module every layer may import: where a cluster's files are is worked out here, from the spec, once.
+
+Every directory from the state root down, and every key, secret, known_hosts and state document in it, is used
+only if it is this user's own (provision.owned: owner, no link, mode; refused with what to run, never changed).
 """
 from __future__ import annotations
 
 import json
 import os
-import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from provision.errors import StateError
+from provision.owned import ENV_STATE_DIR, check_dir, ensure_root, owned_file, private_dir
 
 if TYPE_CHECKING:  # a type only: the state's paths never need the spec's models (the CLI starts without pydantic)
     from provision.spec.model import ClusterSpec
 
-ENV_STATE_DIR = "PROVISION_STATE_DIR"
+__all__ = ["ENV_STATE_DIR", "ClusterState", "SecretPaths", "private_dir", "state_root", "write_private"]
 
 
 def state_root(configured: Path | None = None) -> Path:
@@ -59,13 +62,13 @@ class ClusterState:
 
     @property
     def ssh_key_path(self) -> Path:
-        """The per-cluster private key (the public key sits beside it with .pub)."""
-        return self.path / "ssh" / "id_ed25519"
+        """The per-cluster private key (the public key sits beside it with .pub); checked when it is there."""
+        return self.checked(self.path / "ssh" / "id_ed25519")
 
     @property
     def known_hosts_path(self) -> Path:
-        """Host keys of every node, used by Ansible and preflight with checking on."""
-        return self.path / "ssh" / "known_hosts"
+        """Host keys of every node, used by Ansible and preflight with checking on; checked when it is there."""
+        return self.checked(self.path / "ssh" / "known_hosts", public=True)
 
     @property
     def inventory_dir(self) -> Path:
@@ -89,23 +92,41 @@ class ClusterState:
         return SecretPaths(folder, munge_key=folder / "munge.key", db_password=folder / "slurmdbd.password")
 
     def exists(self) -> bool:
-        """Whether anything was ever created for this cluster."""
-        return self.path.is_dir()
+        """Whether anything was ever created for this cluster (its directories checked on the way)."""
+        return self._directories_checked(self.path)
 
     def ensure(self, sub: str = "") -> Path:
-        """Create the directory (or a subdirectory) with mode 0700 and return it."""
-        target = self.path / sub if sub else self.path
-        try:
-            target.mkdir(parents=True, exist_ok=True, mode=0o700)
-            os.chmod(target, 0o700)
-        except OSError as exc:
-            raise StateError(f"cannot create state directory {target} ({exc.strerror})",
-                             hint=f"set {ENV_STATE_DIR} to a writable directory") from exc
-        return target
+        """Create the cluster's directory (or a subdirectory) and each one above it up to the state root, 0700, or
+        check the ones there: this user's, no link, closed to others (module docstring). Returns the directory."""
+        current = self.shared_dir("clusters")
+        for part in (self.cluster, *Path(sub).parts):
+            current = private_dir(current / part)
+        return current
+
+    def shared_dir(self, name: str) -> Path:
+        """A directory under the state root that clusters share (clusters/, locks/), made 0700 or checked."""
+        return private_dir(ensure_root(self.root) / name, shared=True)
+
+    def checked(self, path: Path, public: bool = False) -> Path:
+        """A file of this cluster's state as it may be used: the directories down to it that exist are checked as
+        ensure() checks them, and the file itself if it is there (public: others may read it). Creates nothing."""
+        if self._directories_checked(path.parent):
+            owned_file(path, public=public)
+        return path
+
+    def _directories_checked(self, directory: Path) -> bool:
+        """Check the root, clusters/ and each directory below down to `directory`; False at the first one absent."""
+        parts = directory.relative_to(self.root).parts
+        for depth in range(len(parts) + 1):
+            current = self.root.joinpath(*parts[:depth])
+            if not os.path.lexists(current):
+                return False
+            check_dir(current, shared=depth < 2, follow=depth == 0)
+        return True
 
     def read(self, name: str) -> dict | None:
-        """Read a JSON state document; None if absent."""
-        file = self.path / f"{name}.json"
+        """Read a JSON state document (checked to be ours); None if absent."""
+        file = self.checked(self.path / f"{name}.json")
         try:
             return json.loads(file.read_text())
         except FileNotFoundError:
@@ -158,9 +179,10 @@ class ClusterState:
 def write_private(path: Path, text: str) -> Path:
     """Write a file readable by its owner only, atomically: temp file, fsync, rename, fsync of the directory.
 
-    A kill or a power cut at any moment leaves the old document or the new one, never part of one.
+    A kill or a power cut at any moment leaves the old document or the new one, never part of one. Directories it
+    has to make are made 0700 (each of them, not only the last).
     """
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _make_parents(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w") as handle:
@@ -176,6 +198,16 @@ def write_private(path: Path, text: str) -> Path:
     return path
 
 
+def _make_parents(directory: Path) -> None:
+    """Make a directory and the parents it lacks, each 0700 (mkdir -p would give the parents the umask's mode)."""
+    missing = []
+    while not os.path.lexists(directory):
+        missing.append(directory)
+        directory = directory.parent
+    for made in reversed(missing):
+        made.mkdir(mode=0o700, exist_ok=True)
+
+
 def _fsync_dir(directory: Path) -> None:
     """Make a rename in a directory durable."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
@@ -183,26 +215,3 @@ def _fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def private_dir(path: Path) -> Path:
-    """A directory only this user can use: made with mode 0700, or, if it is there already, checked.
-
-    For places others can write to (/tmp): an existing directory must be a real directory (not a link), owned by
-    this user, with no access for group or others; anything else may have been planted and is refused.
-    """
-    try:
-        path.mkdir(mode=0o700)
-    except FileExistsError:
-        pass
-    except OSError as exc:
-        raise StateError(f"cannot create {path} ({exc.strerror})", hint=f"set {ENV_STATE_DIR} to a writable "
-                         "directory") from exc
-    info = os.lstat(path)
-    kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a directory"
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or stat.S_IMODE(info.st_mode) & 0o077:
-        raise StateError(f"{path} is not a private directory of this user ({kind}, owner uid {info.st_uid}, mode "
-                         f"{stat.S_IMODE(info.st_mode):o})",
-                         hint="someone else may have planted it: inspect and remove it, or set "
-                              f"{ENV_STATE_DIR} to a shorter private path")
-    return path

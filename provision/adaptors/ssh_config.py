@@ -28,7 +28,7 @@ MAX_INCLUDE_DEPTH = 16  # as OpenSSH
 _USER = re.compile(r"[A-Za-z0-9._][A-Za-z0-9._-]{0,63}")
 _INCLUDE = re.compile(r"\s*include(?:\s*=\s*|\s+)(.+)", re.IGNORECASE)
 _BLOCK = re.compile(r"\s*(host|match)(?:\s*=\s*|\s+)", re.IGNORECASE)
-_HOST_PORT = re.compile(r"(?:\[(?P<bracketed>[^\]]+)\]|(?P<plain>[^:\[\]]+))(?::(?P<port>\d{1,5}))?")
+_HOST_PORT = re.compile(r"(?:\[(?P<bracketed>[^\]]+)\]|(?P<plain>[^:\[\]]+))(?::(?P<port>[0-9]{1,5}))?")
 GLOBAL_KNOWN_HOSTS = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2")
 
 

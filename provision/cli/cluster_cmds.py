@@ -21,6 +21,7 @@ def plan(spec: SpecArg, json_out: JsonOpt = False) -> None:
     """Show what `up` would create and its hourly cost or, on a running cluster, the nodes it would add, remove or
     change and the cluster-wide lines that follow; changes nothing. Exit 4 when a running cluster would change."""
     from provision import lifecycle
+    from provision.cli import plan_view  # ClusterShell: loaded by the commands that fold hostlists
     from provision.spec.loader import load_spec
 
     loaded = load_spec(spec)
@@ -29,41 +30,11 @@ def plan(spec: SpecArg, json_out: JsonOpt = False) -> None:
         print_json({"items": [asdict(i) for i in result.items], "notes": result.notes,
                     "hourly_cost_usd": result.hourly_cost_usd, "change": diff.as_dict()})
     elif diff.running:
-        _print_change(diff)
+        plan_view.print_change(diff)
     else:
-        _print_creation(result)
+        plan_view.print_creation(result)
     if diff.running and diff.changed:
         raise typer.Exit(EXIT_CHANGES)
-
-
-def _print_creation(result) -> None:
-    """A new cluster: every resource `up` would create."""
-    table = Table("kind", "name", "detail", "USD/hour", title="plan")
-    for item in result.items:
-        cost = "" if item.hourly_cost_usd is None else f"{item.hourly_cost_usd:.2f}"
-        table.add_row(item.kind, item.name, item.detail, cost)
-    out.print(table)
-    for note in result.notes:
-        out.print(f"note: {note}")
-    if result.hourly_cost_usd is not None:
-        out.print(f"estimated cost: {result.hourly_cost_usd:.2f} USD/hour")
-
-
-def _print_change(diff) -> None:
-    """A running cluster: per node what `up` would do, the changed lines of the cluster-wide files, the cost."""
-    table = Table("node", "group", "action", "detail", title="plan: changes to the running cluster")
-    for node in diff.nodes:
-        table.add_row(node.name, node.group, node.action, "; ".join(node.details))
-    out.print(table)
-    for name, lines in diff.files.items():
-        out.print(f"{name}:")
-        for line in lines:
-            out.print(f"  {line}")
-    if diff.hourly_before is not None or diff.hourly_after is not None:
-        before = "?" if diff.hourly_before is None else f"{diff.hourly_before:.2f}"
-        after = "?" if diff.hourly_after is None else f"{diff.hourly_after:.2f}"
-        out.print(f"estimated cost: {before} -> {after} USD/hour")
-    out.print(diff.summary())
 
 
 def list_(json_out: JsonOpt = False) -> None:

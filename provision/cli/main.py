@@ -15,6 +15,7 @@ from provision.cli import certify_cmd, cluster_cmds, deploy_cmd, exec_cmd, healt
 from provision.cli.options import JsonOpt
 from provision.cli.output import err, out, print_findings, print_json
 from provision.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ProvisionError, SpecError
+from provision.spec.findings import errors
 
 app = typer.Typer(
     name="provision",
@@ -69,10 +70,14 @@ app.command()(health_cmd.health)
 
 
 def _report(exc: ProvisionError) -> int:
-    """Print a ProvisionError as one red line (plus spec findings) and return its exit code."""
-    if isinstance(exc, SpecError) and exc.findings:
-        print_findings(exc.findings)
-    err.print(Text.assemble(("error:", "red"), " ", str(exc)))
+    """Print a ProvisionError as one red line and return its exit code; spec findings are the red lines (one
+    `error:` line per problem), followed by the summary as a plain line, as `validate` prints them."""
+    findings = exc.findings if isinstance(exc, SpecError) else []
+    print_findings(findings)
+    if errors(findings):
+        err.print(str(exc))
+    else:
+        err.print(Text.assemble(("error:", "red"), " ", str(exc)))
     return exc.exit_code
 
 

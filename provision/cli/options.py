@@ -13,6 +13,8 @@ from typing import Annotated, Optional
 import typer
 
 from provision import clusters
+from provision.errors import UsageError
+from provision.files import path_problem, shown
 from provision.spec.example import providers
 
 # Defaults the library owns, repeated here so that starting the CLI loads neither slurm_admin nor the preflight
@@ -21,9 +23,18 @@ DRAIN_TIMEOUT_S = 600.0  # provision.slurm_admin.DEFAULT_DRAIN_TIMEOUT_S
 PREFLIGHT_CONCURRENCY = 32  # provision.preflight.DEFAULT_CONCURRENCY
 
 
+def _usable_path(value: Path | None) -> Path | None:
+    """A path the filesystem can take: a name over 255 bytes or a path over 4095 is refused here (exit 2), before
+    any command touches it."""
+    problem = path_problem(value) if value is not None else None
+    if problem:
+        raise UsageError(f"{shown(value)}: {problem}", hint="choose a shorter path")
+    return value
+
+
 def _spec_or_name(value: Path) -> Path:
     """A spec file, or the name of a cluster this machine brought up (its spec copy in the state)."""
-    return clusters.resolve(value) if value is not None else value
+    return clusters.resolve(_usable_path(value)) if value is not None else value
 
 
 def complete_spec(incomplete: str) -> list[str]:
@@ -42,13 +53,16 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines
 
 # init
 ProviderOpt = Annotated[str, typer.Option("--provider", "-p", help=" | ".join(providers()))]
-InitOutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")]
+InitOutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout",
+                                                   callback=_usable_path)]
 NameOpt = Annotated[str, typer.Option(help="cluster name")]
 ForceOpt = Annotated[bool, typer.Option(help="overwrite an existing file")]
 # schema
-SchemaOutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="write the schema here instead of stdout")]
+SchemaOutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="write the schema here instead of stdout",
+                                                     callback=_usable_path)]
 # inventory
-InventoryOutputOpt = Annotated[Path, typer.Option("--output", "-o", help="directory to write the inventory into")]
+InventoryOutputOpt = Annotated[Path, typer.Option("--output", "-o", help="directory to write the inventory into",
+                                                 callback=_usable_path)]
 # up
 RedoOpt = Annotated[list[str], typer.Option("--redo", help="run a finished stage again (repeatable)")]
 SkipPreflightOpt = Annotated[bool, typer.Option("--skip-preflight", help="do not check nodes first")]
@@ -64,8 +78,9 @@ RollingOpt = Annotated[Optional[str], typer.Option(
                                       "waited for, roles applied, certified, released); stop at the first failure")]
 # down
 OrphansOpt = Annotated[bool, typer.Option(
-    "--orphans", help="also remove cloud resources tagged with the cluster's name that this machine's "
-                      "state does not record (after a lost state directory)")]
+    "--orphans", help="also remove cloud resources tagged with the cluster's name, whatever cluster id they carry, "
+                      "that this machine's state does not record (after a lost state directory), and release the "
+                      "name's claim")]
 # exec
 CommandArg = Annotated[list[str], typer.Argument(help="the command and its arguments (after --)")]
 NodesOpt = Annotated[list[str], typer.Option(

@@ -47,7 +47,8 @@ def validate_file(path: Path) -> Validation:
 
 def _with_line(finding: Finding, lines: dict[tuple, int]) -> Finding:
     """Attach the line of the finding's path (or of its nearest parent in the file)."""
-    loc = tuple(int(p) if p.isdigit() else p for p in finding.path.replace("]", "").replace("[", ".").split("."))
+    loc = tuple(int(p) if p.isascii() and p.isdigit() else p
+                for p in finding.path.replace("]", "").replace("[", ".").split("."))
     line = nearest_line(loc, lines)
     return Finding(finding.level, finding.path, finding.message, finding.fix, line) if line else finding
 

@@ -11,7 +11,8 @@ from provision.limits import MAX_NODE_GROUPS, MAX_NODES_PER_CLUSTER, MAX_NODES_P
 from provision.providers import registry
 from provision.spec.section import StrictModel
 from provision.spec.shapes import (Addresses, AptComponent, AptSuite, DebianVersion, Fingerprint, HostName, Hostlist,
-                                   LocalPath, MountPoint, PackageName, RemotePath, Token, Url, UserName, shape_error)
+                                   LocalPath, MountPoint, NcclVersion, PackageName, RemotePath, Token, Url, UserName,
+                                   shape_error)
 
 Role = Literal["controller", "login", "compute", "storage"]
 ROLES: tuple[str, ...] = ("controller", "login", "compute", "storage")
@@ -89,7 +90,7 @@ class Cuda(StrictModel):
 class Nccl(StrictModel):
     """NCCL, pinned to a build for the default CUDA."""
 
-    version: str = Field("2.26.2", pattern=r"^\d+\.\d+\.\d+$")
+    version: NcclVersion = "2.26.2"
 
 
 _PACKAGES = list[PackageName]

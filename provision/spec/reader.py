@@ -1,7 +1,7 @@
 """Read a spec file within limits: a regular file of bounded size, YAML of bounded depth and expansion.
 
-The file is opened without blocking and refused unless it is a regular file (a FIFO or /dev/zero never hangs or
-fills memory). The YAML is first walked as a stream of events from libyaml's parser (iterative and linear):
+The file is read by provision.files: opened without blocking and refused unless it is a regular file (a FIFO or
+/dev/zero never hangs or fills memory), of at most 1 MiB. The YAML is first walked as a stream of events from libyaml's parser (iterative and linear):
 nesting depth, the size of the document with every alias expanded, scalar lengths and duplicate keys are judged
 there, and the line of every field is recorded without ever following an alias. Only then is the document built,
 with YAML 1.2 core-schema scalars: `yes`, `on`, `no` and dates stay strings; only true/false are booleans.
@@ -9,10 +9,7 @@ with YAML 1.2 core-schema scalars: `yes`, `on`, `no` and dates stay strings; onl
 """
 from __future__ import annotations
 
-import errno
-import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,79 +18,30 @@ from yaml.events import (AliasEvent, CollectionEndEvent, CollectionStartEvent, D
                          MappingStartEvent, ScalarEvent)
 
 from provision.errors import SpecError
+from provision.files import FileKind, UnreadableFile, read_regular, shown
 from provision.limits import MAX_SCALAR_CHARS, MAX_SPEC_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES, clip
 from provision.spec.findings import Finding, format_path
 
 Lines = dict[tuple, int]
 
 
+SPEC_FILE = FileKind("a spec", "give the path of a YAML file",
+                     "a spec is a short YAML file; `provision init` writes an example")
+
+
 def read_text(path: Path) -> str:
     """Read the spec file, turning every way a path can be wrong into one clear SpecError."""
-    fd = _open(path)
     try:
-        info = os.fstat(fd)
-        _check_kind(path, info)
-        data = _read_at_most(fd, MAX_SPEC_BYTES + 1)
-    except OSError as exc:
-        raise SpecError(f"{_shown(path)}: cannot be read ({exc.strerror})", hint="check permissions") from exc
-    finally:
-        os.close(fd)
-    if len(data) > MAX_SPEC_BYTES:
-        raise SpecError(f"{_shown(path)}: is larger than {MAX_SPEC_BYTES} bytes, the most a spec may be",
-                        hint="a spec is a short YAML file; `provision init` writes an example")
+        data = read_regular(path, MAX_SPEC_BYTES, SPEC_FILE)
+    except UnreadableFile as exc:
+        raise SpecError(exc.message, hint=exc.hint) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise SpecError(f"{_shown(path)}: is not UTF-8 text (byte {exc.start})", hint="save it as UTF-8") from exc
+        raise SpecError(f"{shown(path)}: is not UTF-8 text (byte {exc.start})", hint="save it as UTF-8") from exc
     if not text.strip():
-        raise SpecError(f"{_shown(path)}: is empty", hint="`provision init -o FILE` writes a complete example")
+        raise SpecError(f"{shown(path)}: is empty", hint="`provision init -o FILE` writes a complete example")
     return text
-
-
-def _shown(path: Path) -> str:
-    """A path as printed in a message: cut if long, control characters escaped."""
-    text = str(path)
-    return text if text.isprintable() and len(text) <= 200 else clip(text, 200)
-
-
-def _open(path: Path) -> int:
-    """Open for reading without blocking (a FIFO with no writer returns at once) and without a controlling tty."""
-    try:
-        return os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except (FileNotFoundError, NotADirectoryError):
-        raise SpecError(f"{_shown(path)}: no such file",
-                        hint="give the path of a spec; `provision init -o FILE` writes one") from None
-    except ValueError:  # a NUL byte in the path
-        raise SpecError(f"{_shown(path)}: is not a usable path", hint="give the path of a YAML file") from None
-    except OSError as exc:
-        hint = "check the permissions of the file and of its directories" if exc.errno in (errno.EACCES, errno.EPERM) \
-            else "give the path of a readable YAML file"
-        raise SpecError(f"{_shown(path)}: cannot be read ({exc.strerror})", hint=hint) from None
-
-
-def _check_kind(path: Path, info: os.stat_result) -> None:
-    """Only a regular file of bounded size is a spec."""
-    if stat.S_ISDIR(info.st_mode):
-        raise SpecError(f"{_shown(path)}: is a directory, not a spec file", hint="give the path of a YAML file")
-    if not stat.S_ISREG(info.st_mode):
-        kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device" if stat.S_ISCHR(info.st_mode) or \
-            stat.S_ISBLK(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode) else "not a regular file"
-        raise SpecError(f"{_shown(path)}: is {kind}, not a regular file", hint="give the path of a YAML file")
-    if info.st_size > MAX_SPEC_BYTES:
-        raise SpecError(f"{_shown(path)}: is {info.st_size} bytes; a spec is at most {MAX_SPEC_BYTES}",
-                        hint="a spec is a short YAML file; `provision init` writes an example")
-
-
-def _read_at_most(fd: int, limit: int) -> bytes:
-    """Read until end of file or `limit` bytes, whichever comes first."""
-    chunks, size = [], 0
-    while size < limit:
-        chunk = os.read(fd, min(65536, limit - size))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
 
 
 def parse_yaml(text: str, source: str) -> tuple[dict, Lines]:

@@ -6,6 +6,7 @@ the value will reach a command line or a file), so a value either fails with a f
 """
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from pydantic import AfterValidator, BeforeValidator
 from pydantic_core import PydanticCustomError
 
 from provision import hostlist
+from provision.files import path_problem
 from provision.limits import MAX_NODES_PER_GROUP, clip
 
 _USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
@@ -43,6 +45,7 @@ _DEBIAN_VERSION = re.compile(r"(?:[0-9]{1,9}:)?[0-9][A-Za-z0-9.+~-]{0,126}")
 _APT_SUITE = re.compile(r"[A-Za-z0-9._/-]{1,100}")
 _APT_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}")
 _FINGERPRINT = re.compile(r"[0-9A-F]{40}")
+_NCCL_VERSION = re.compile(r"[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}")  # ASCII digits: compat.version_tuple int()s them
 
 
 def shape_error(message: str, fix: str) -> PydanticCustomError:
@@ -95,7 +98,18 @@ def local_path(value: object) -> object:
     _no_parent_steps(rest)
     if home:
         _check_home(home)
+    _fits_the_filesystem(value)
     return value
+
+
+def _fits_the_filesystem(value: str) -> None:
+    """A name over 255 bytes or a path over 4095 (as written, and with '~' expanded) is refused here, not by a
+    system call later."""
+    expanded = os.path.expanduser(value)
+    problem = path_problem(value) or path_problem(expanded)
+    if problem:
+        shown = "" if expanded == value else f"(that is {clip(expanded, 40)}) "
+        raise shape_error(f"{shown}{problem}", "choose a shorter path")
 
 
 def _split_home(value: str) -> tuple[str, str]:
@@ -122,12 +136,17 @@ def mount_point(value: str) -> str:
     if not _MOUNT_CHARS.fullmatch(value):
         raise shape_error("is not an absolute path of letters, digits and . _ / - (no spaces or control characters)",
                           "use a path such as /shared")
+    _fits_the_filesystem(value)
     return value
 
 
 def normal_path(value: str) -> str:
-    """The path as the kernel resolves it lexically: '/shared/../etc' -> '/etc', '/shared/' -> '/shared'."""
-    return posixpath.normpath(value) if value else value
+    """The path as the kernel resolves it lexically: '/shared/../etc' -> '/etc', '/shared/' -> '/shared', and
+    '//etc' -> '/etc' (POSIX lets a path keep two leading slashes; Linux reads them as one)."""
+    if not value:
+        return value
+    normal = posixpath.normpath(value)
+    return "/" + normal.lstrip("/") if normal.startswith("//") else normal
 
 
 def remote_path(value: str) -> str:
@@ -225,6 +244,8 @@ PackageName = Annotated[str, AfterValidator(_matching(
 DebianVersion = Annotated[str, AfterValidator(_matching(
     _DEBIAN_VERSION, "is not a Debian package version ([EPOCH:]UPSTREAM[-REVISION], starting with a digit; "
     "letters, digits and . + ~ -)", "write the version as `apt-cache policy` shows it, e.g. 24.11.5-1"))]
+NcclVersion = Annotated[str, AfterValidator(_matching(
+    _NCCL_VERSION, "is not an NCCL version (MAJOR.MINOR.PATCH in ASCII digits)", "write e.g. 2.26.2"))]
 AptComponent = Annotated[str, AfterValidator(_matching(
     _APT_COMPONENT, "is not an APT component (letters, digits and . _ / -)", "write e.g. main"))]
 Token = Annotated[str, AfterValidator(_matching(

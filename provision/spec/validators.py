@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -10,8 +11,9 @@ from ipaddress import IPv4Address, ip_address
 from provision import compat, hostlist
 from provision.certify.probe.gpus import GPU_MODELS
 from provision.errors import SpecError
+from provision.files import FileKind, UnreadableFile, check_regular
 from provision.providers import registry
-from provision.spec import os_checks, topology
+from provision.spec import os_checks, reserved, topology
 from provision.spec.findings import Finding
 from provision.spec.model import ClusterSpec
 from provision.spec.section import ProviderSection
@@ -293,18 +295,28 @@ def check_interconnect(spec: ClusterSpec) -> list[Finding]:
     return out
 
 
+_SSH_KEY = FileKind("a private key", "give the path of the private key, or omit key_path to use the generated "
+                    "cluster key", "")
+
+
 def check_ssh(spec: ClusterSpec) -> list[Finding]:
-    """A given key must exist."""
-    if spec.ssh.key_path is not None and not spec.ssh.key_path.expanduser().is_file():
-        return [Finding("error", "ssh.key_path", f"'{spec.ssh.key_path}' does not exist",
-                        "give the path of the private key, or omit key_path to use the generated cluster key")]
+    """A given key must be a regular file this user can open (a FIFO or a device is refused, never read)."""
+    path = spec.ssh.key_path
+    if path is None:
+        return []
+    if not os.path.lexists(path.expanduser()):
+        return [Finding("error", "ssh.key_path", f"'{path}' does not exist", _SSH_KEY.fix)]
+    try:
+        check_regular(path.expanduser(), _SSH_KEY)
+    except UnreadableFile as exc:
+        return [Finding("error", "ssh.key_path", exc.message, exc.hint or "")]
     return []
 
 
 VALIDATORS: tuple[Validator, ...] = (
     check_group_names, check_group_size, check_host_names, check_addresses, check_roles, check_gpus,
     check_partitions, check_versions, check_slurm_source, check_filesystem, check_interconnect, check_ssh,
-    os_checks.check_os, os_checks.check_sandbox_os,
+    os_checks.check_os, os_checks.check_sandbox_os, reserved.check_reserved_names,
 )
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -25,6 +26,14 @@ def test_bad_expression_is_a_spec_error():
 def test_compress_then_expand_gives_the_same_names(pairs):
     names = [f"{prefix}{number:04d}" for prefix, number in pairs]
     assert sorted(hostlist.expand(hostlist.compress(names))) == sorted(set(names))
+
+
+@given(st.lists(st.tuples(st.sampled_from(["gpu", "n", "10.0.0."]), st.integers(0, 120), st.sampled_from([1, 3])),
+                max_size=300))
+def test_compress_folds_runs_first_and_gives_clustershells_canonical_form(parts):
+    """The linear pre-fold (runs of following names) changes the speed, never the expression."""
+    names = [f"{prefix}{number:0{width}d}" for prefix, number, width in parts]
+    assert hostlist.compress(names) == str(NodeSet.fromlist(names, resolver=RESOLVER_NOGROUP))
 
 
 def test_a_huge_expression_is_sized_before_anything_is_expanded():

@@ -85,9 +85,9 @@ def test_unusable_key_data_is_refused_with_the_reason(data, message):
 
 
 def test_missing_and_oversized_files_are_refused(tmp_path):
-    with pytest.raises(openpgp.KeyFileError, match="cannot be read"):
+    with pytest.raises(openpgp.KeyFileError, match="absent.asc: no such file"):
         openpgp.read_public_key(tmp_path / "absent.asc")
     big = tmp_path / "big.asc"
     big.write_bytes(b"x" * (openpgp.MAX_KEY_FILE_BYTES + 1))
-    with pytest.raises(openpgp.KeyFileError, match="too large for a signing key"):
+    with pytest.raises(openpgp.KeyFileError, match=f"a signing key is at most {openpgp.MAX_KEY_FILE_BYTES}"):
         openpgp.read_public_key(big)

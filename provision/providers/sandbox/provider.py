@@ -52,6 +52,7 @@ class SandboxProvider(Provider):
             record.save(self.state, rec)
         self._ensure_proxy(rec, progress)
         planned = self._planned(rec)
+        self.state.ensure("ssh")
         key = ensure_key_pair(self.state.ssh_key_path, f"gpu-provision-{self.spec.name}")
         for planned_node in planned:
             self._ensure_node(rec, planned_node, public_key(key))

@@ -19,9 +19,9 @@ class StaticProvider(Provider):
 
     def create(self, progress: Progress = silent) -> ClusterInfo:
         """Record the hosts; the cluster key is generated unless the spec names one."""
+        self.state.ensure("ssh")  # made 0700, or checked to be this user's (a planted key is refused, not used)
         if self.spec.ssh.key_path is None:
             ensure_key_pair(self.state.ssh_key_path, f"gpu-provision-{self.spec.name}")
-        self.state.ensure("ssh")
         self.state.known_hosts_path.touch(mode=0o600, exist_ok=True)
         progress(f"using {len(planned_nodes(self.spec))} static hosts")
         return self.describe()

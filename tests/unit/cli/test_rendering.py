@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from provision.cli import cluster_cmds, deploy_view, main, output, preflight_view
+from provision.cli import deploy_view, main, output, plan_view, preflight_view
 from provision.deploy.progress import PlayProgress
 from provision.spec.example import example
 from provision.errors import ProvisionError, SpecError, UsageError
@@ -51,9 +51,14 @@ def test_an_error_prints_as_one_plain_line(screen, text, kind):
 
 @pytest.mark.parametrize("text", TRICKY)
 def test_a_spec_error_prints_its_findings_then_the_line(screen, text):
+    """Each finding is an `error:` line; the summary after them is plain, so one problem gives one `error:` line."""
     finding = Finding("error", "name", text, "use [a-z]")
     main._report(SpecError(text, findings=[finding]))
-    assert screen.err.getvalue() == f"{finding.render()}\nerror: {text}\n"
+    assert screen.err.getvalue() == f"{finding.render()}\n{text}\n"
+    screen.err.truncate(0), screen.err.seek(0)
+    warning = Finding("warning", "name", text, "use [a-z]")
+    main._report(SpecError(text, findings=[warning]))  # warnings alone: the line is the error
+    assert screen.err.getvalue() == f"{warning.render()}\nerror: {text}\n"
 
 
 @pytest.mark.parametrize("text", TRICKY)
@@ -72,7 +77,7 @@ def test_progress_and_stage_lines_print_plain(screen, text):
 @pytest.mark.parametrize("text", TRICKY)
 def test_plan_notes_and_table_cells_print_plain(screen, text):
     item = SimpleNamespace(kind="node", name="n1", detail=text, hourly_cost_usd=None)
-    cluster_cmds._print_creation(SimpleNamespace(items=[item], notes=[text], hourly_cost_usd=None))
+    plan_view.print_creation(SimpleNamespace(items=[item], notes=[text], hourly_cost_usd=None))
     shown = screen.out.getvalue()
     assert f"note: {text}\n" in shown
     assert text in shown.replace("│", "").replace("\n", "") or text[:20] in shown
@@ -83,7 +88,7 @@ def test_plan_notes_and_table_cells_print_plain(screen, text):
 def test_plan_of_a_change_prints_file_lines_plain(screen, text):
     diff = SimpleNamespace(nodes=[], files={text: [text]}, hourly_before=None, hourly_after=None,
                            summary=lambda: text)
-    cluster_cmds._print_change(diff)
+    plan_view.print_change(diff)
     assert screen.out.getvalue().endswith(f"{text}:\n  {text}\n{text}\n")
 
 

@@ -5,15 +5,12 @@ measured (alias bomb 15-29 s, a FIFO forever, /dev/zero until MemoryError, deep 
 """
 from __future__ import annotations
 
-import io
 import os
-import time
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
+from cli_contract import cli, one_error_line as _one_error_line
 
-from provision.cli.main import run
 from provision.errors import SpecError
 from provision.limits import MAX_SPEC_BYTES, MAX_YAML_DEPTH
 from provision.spec.loader import validate_file
@@ -36,31 +33,11 @@ ALIAS_BOMB = GOOD + "x-bomb:\n  a: &a [lol, lol, lol, lol, lol, lol, lol, lol, l
     f"  {b}: &{b} [{', '.join([f'*{a}'] * 9)}]\n" for a, b in zip("abcdefgh", "bcdefghi"))
 
 
-def cli(*argv: str, limit_s: float = 5.0) -> tuple[int, str]:
-    """Run `provision ARGV` in this process: (exit code, stderr); fails on a traceback or if it takes too long."""
-    err = io.StringIO()
-    start = time.monotonic()
-    with redirect_stdout(io.StringIO()), redirect_stderr(err):
-        try:
-            run(list(argv))
-            code = 0
-        except SystemExit as exc:
-            code = exc.code
-    assert time.monotonic() - start < limit_s, f"provision {' '.join(argv)} took {time.monotonic() - start:.1f} s"
-    return code, err.getvalue()
-
-
 def _write(tmp_path: Path, text: str, name: str = "cluster.yaml") -> Path:
     path = tmp_path / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path
-
-
-def _one_error_line(stderr: str, expected: str) -> None:
-    lines = [line for line in stderr.splitlines() if line.startswith("error:")]
-    assert lines and expected in lines[-1], stderr
-    assert "Traceback" not in stderr
 
 
 def test_alias_bomb_is_refused_by_its_expanded_size(tmp_path):

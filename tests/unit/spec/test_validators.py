@@ -189,7 +189,7 @@ CASES = [
      "header); give an OpenPGP public key file, armored or binary, as `gpg --export [--armor] KEYID` writes it"),
     ("slurm repository key file that is missing",
      _slurm(repository_key="/nonexistent/slurm.asc"),
-     "error: software.slurm.repository_key: '/nonexistent/slurm.asc' cannot be read (No such file or directory); "
+     "error: software.slurm.repository_key: /nonexistent/slurm.asc: no such file; "
      "give the path of the repository's signing key on this machine"),
     ("slurm repository key that is not the fingerprint's",
      _slurm(repository_key=str(KEYS / "other-key-rsa.asc")),
@@ -226,6 +226,34 @@ CASES = [
      _set("node_groups.0.hosts", "head-"),
      "error: node_groups[0].hosts: 'head-' is not a valid host name; "
      "use lower-case letters, digits and '-', starting with a letter"),
+    ("mount point with two leading slashes (POSIX keeps them, Linux reads one)",
+     _set("filesystem.mount_point", "//etc"),
+     "error: filesystem.mount_point: '//etc' (that is /etc) is a system path; "
+     "mount the shared filesystem at its own path, such as /shared"),
+    ("mount point with two leading slashes, not a system path",
+     _set("filesystem.mount_point", "//shared"),
+     "error: filesystem.mount_point: '//shared' (that is /shared) is not written in normal form; write /shared"),
+    ("host named like Slurm's defaults line",
+     _set("node_groups.2.hosts", "default,fs02"),
+     "error: node_groups[2].hosts: 'default' is a reserved name (Slurm reads NodeName=DEFAULT as the defaults of "
+     "the node lines after it); give the host another name, such as default01"),
+    ("host named like Ansible's group of every host",
+     _set("node_groups.1.hosts", "gpu01,all"),
+     "error: node_groups[1].hosts: 'all' is a reserved name (Ansible's group of every host, and Slurm's "
+     "Nodes=ALL); give the host another name, such as all01"),
+    ("host named localhost",
+     _set("node_groups.0.hosts", "localhost"),
+     "error: node_groups[0].hosts: 'localhost' is a reserved name (Ansible's implicit host, the machine it runs "
+     "on); give the host another name, such as localhost01"),
+    ("partition named DEFAULT in any case",
+     _set("node_groups.1.partition", "Default"),
+     "error: node_groups[1].partition: 'Default' is a reserved name (Slurm reads PartitionName=DEFAULT as the "
+     "defaults of the partition lines after it); name the partition otherwise, such as batch"),
+    ("compute group named default, which names its partition",
+     _set("node_groups.1.name", "default"),
+     "error: node_groups[1].name: 'default' is a reserved partition name, and a compute group without a "
+     "partition makes one of its name (Slurm reads PartitionName=DEFAULT as the defaults of the partition lines "
+     "after it); rename the group, or set its partition to another name, such as batch"),
     ("mount point under a system path",
      _set("filesystem.mount_point", "/usr/shared"),
      "error: filesystem.mount_point: '/usr/shared' is a system path; "
