@@ -13,8 +13,9 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from provision.errors import SpecError
-from provision.limits import clip, cut
+from provision.limits import clip
 from provision.providers import registry
+from provision.spec import wording
 from provision.spec.findings import Finding, errors, format_path
 from provision.spec.model import ClusterSpec
 from provision.spec.reader import Lines, parse_yaml, read_text
@@ -91,7 +92,7 @@ def _finding(error: dict, data: dict, lines: Lines) -> Finding:
     if kind == "shape":  # provision.spec.shapes: the message and the fix are written for the reader
         subject = "" if isinstance(value, (dict, list)) else f"{shown} "
         return Finding("error", path, f"{subject}{error['ctx']['message']}", error["ctx"]["fix"], line)
-    return Finding("error", path, f"{shown} is not valid: {_plain(cut(error['msg'], 300))}", _fix_for(kind, error),
+    return Finding("error", path, f"{shown} is not valid: {wording.message(error)}", _fix_for(kind, error),
                    line)
 
 
@@ -120,12 +121,6 @@ def nearest_line(loc: tuple, lines: Lines) -> int | None:
         if loc[:end] in lines:
             return lines[loc[:end]]
     return None
-
-
-def _plain(message: str) -> str:
-    """Lower-case pydantic's message and drop its 'Value error, ' prefix."""
-    message = message.removeprefix("Value error, ")
-    return message[:1].lower() + message[1:]
 
 
 _FIXES = {

@@ -22,6 +22,15 @@ from provision.state import ClusterState
 pytestmark = pytest.mark.e2e
 
 KEPT_APART = ("secrets", "ssh")  # where the secrets live, 0700; everything else must hold none
+# A sandbox node's disk (its overlay's upper, work and merged root) is the node itself: the munge key and slurmdbd.conf
+# belong there, as on a real machine's disk. Everything else under the node's directory (boot script, console log,
+# pid files) is ours and is searched.
+NODE_DISK = ("upper", "work", "root")
+
+
+def on_a_node_disk(relative: Path) -> bool:
+    parts = relative.parts
+    return len(parts) >= 4 and parts[:2] == ("sandbox", "nodes") and parts[3] in NODE_DISK
 
 
 def cluster_state(cluster) -> ClusterState:
@@ -49,16 +58,20 @@ def secret_forms(state: ClusterState) -> dict[str, bytes]:
 
 
 def leaks(state: ClusterState, needles: dict[str, bytes]) -> dict[str, list[str]]:
-    """{file under the state directory, outside secrets/ and ssh/: [names of the secrets it holds]}."""
+    """{file under the state directory, outside secrets/, ssh/ and the nodes' disks: [names of the secrets it holds]}."""
     found = {}
-    for path in state.path.rglob("*"):
-        relative = path.relative_to(state.path)
-        if relative.parts[0] in KEPT_APART or path.is_symlink() or not stat.S_ISREG(path.lstat().st_mode):
-            continue
-        data = path.read_bytes()
-        hits = [name for name, needle in needles.items() if needle in data]
-        if hits:
-            found[str(relative)] = hits
+    for directory, subdirectories, files in os.walk(state.path):
+        here = Path(directory).relative_to(state.path)
+        subdirectories[:] = [name for name in subdirectories
+                             if not (here == Path() and name in KEPT_APART) and not on_a_node_disk(here / name)]
+        for name in files:
+            path = Path(directory) / name
+            if path.is_symlink() or not stat.S_ISREG(path.lstat().st_mode):
+                continue
+            data = path.read_bytes()
+            hits = [secret for secret, needle in needles.items() if needle in data]
+            if hits:
+                found[str(here / name)] = hits
     return found
 
 

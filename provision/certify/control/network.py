@@ -2,7 +2,8 @@
 
 The circle method splits N nodes into N-1 rounds (N even; one node sits out each round when N is
 odd) so every pair meets exactly once and no node is in two pairs of a round; each pair measures both
-directions, one after the other. iperf3 (TCP) runs everywhere: one server per node for the whole
+directions, one after the other. The doubtful pairs of that matrix (netmatrix.measure_again) are then measured
+again, both directions, in rounds of disjoint pairs, so a verdict of fail is a fault seen twice. iperf3 (TCP) runs everywhere: one server per node for the whole
 matrix, started as a daemon and stopped by its PID. ib_write_bw is used instead where every node has
 an active RDMA port: a one-shot server per measurement.
 """
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 from provision.certify.control.fleet import Fleet, Outcome
 from provision.certify.control.slurm_checks import run_dir
+from provision.certify.judging import netmatrix
 from provision.certify.judging.netmatrix import PairResult
 from provision.certify.parsers import ib_write_bw, iperf3
 from provision.certify.probe.document import ProbeDocument
@@ -39,6 +41,29 @@ def rounds(nodes: Sequence[str]) -> list[list[tuple[str, str]]]:
         out.append([(a, b) for a, b in pairs if a is not None and b is not None])
         ring = [ring[0], ring[-1], *ring[1:-1]]
     return out
+
+
+def disjoint_rounds(pairs: Sequence[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """Rounds in which no node is in two pairs (greedy, in the given order): for measuring a few pairs again."""
+    out: list[list[tuple[str, str]]] = []
+    busy: list[set[str]] = []
+    for a, b in pairs:
+        index = next((i for i, nodes in enumerate(busy) if a not in nodes and b not in nodes), len(out))
+        if index == len(out):
+            out.append([])
+            busy.append(set())
+        out[index].append((a, b))
+        busy[index] |= {a, b}
+    return out
+
+
+def with_second_look(nodes: list[str], first: list[PairResult],
+                     measure: Callable[[list[list[tuple[str, str]]]], list[PairResult]]) -> list[PairResult]:
+    """The first figures, with the doubtful pairs measured again by `measure` (rounds of disjoint pairs)."""
+    again = netmatrix.measure_again(nodes, first)
+    if not again:
+        return first
+    return netmatrix.with_retests(first, measure(disjoint_rounds(again)))
 
 
 @dataclass(frozen=True)
@@ -113,19 +138,24 @@ def _pair_result(src: str, dst: str, tool: str, outcome: Outcome, parse: Callabl
 
 
 def measure_iperf3(fleet: Fleet, addresses: Mapping[str, str], run_id: str, tool: Iperf3) -> list[PairResult]:
-    """Start a server per node, run the rounds, stop every server started; one PairResult per direction."""
+    """Start a server per node, run the rounds, measure the doubtful pairs again, stop every server started; one
+    PairResult per direction."""
     nodes = list(addresses)
     started = fleet.run_many({n: tool.server(run_id) for n in nodes}, timeout=30)
     pids = {n: int(o.stdout.strip()) for n, o in started.items() if o.ok and o.stdout.strip().isdigit()}
     broken = {n: o.error or (o.stderr.strip() or "iperf3 server did not start")[-200:]
               for n, o in started.items() if n not in pids}
-    try:
+
+    def measure(schedule: list[list[tuple[str, str]]]) -> list[PairResult]:
         results: list[PairResult] = []
-        for pairs in rounds(nodes):
+        for pairs in schedule:
             with ThreadPoolExecutor(max_workers=max(len(pairs), 1)) as pool:
                 for chunk in pool.map(lambda p: _iperf3_pair(fleet, addresses, tool, broken, *p), pairs):
                     results += chunk
         return results
+
+    try:
+        return with_second_look(nodes, measure(rounds(nodes)), measure)
     finally:
         fleet.run_many({n: tool.stop(pid, run_id) for n, pid in pids.items()}, timeout=30)
 
@@ -151,14 +181,18 @@ def _iperf3_client(fleet: Fleet, node: str, tool: Iperf3, address: str, reverse:
 
 
 def measure_rdma(fleet: Fleet, addresses: Mapping[str, str], tool: IbWriteBw) -> list[PairResult]:
-    """Every direction with a one-shot ib_write_bw server on the receiver."""
-    results: list[PairResult] = []
-    for pairs in rounds(list(addresses)):
-        with ThreadPoolExecutor(max_workers=max(2 * len(pairs), 1)) as pool:
-            for chunk in pool.map(lambda p: [_rdma_one(fleet, addresses, tool, p[0], p[1], pool),
-                                             _rdma_one(fleet, addresses, tool, p[1], p[0], pool)], pairs):
-                results += chunk
-    return results
+    """Every direction with a one-shot ib_write_bw server on the receiver; the doubtful pairs again."""
+
+    def measure(schedule: list[list[tuple[str, str]]]) -> list[PairResult]:
+        results: list[PairResult] = []
+        for pairs in schedule:
+            with ThreadPoolExecutor(max_workers=max(2 * len(pairs), 1)) as pool:
+                for chunk in pool.map(lambda p: [_rdma_one(fleet, addresses, tool, p[0], p[1], pool),
+                                                 _rdma_one(fleet, addresses, tool, p[1], p[0], pool)], pairs):
+                    results += chunk
+        return results
+
+    return with_second_look(list(addresses), measure(rounds(list(addresses))), measure)
 
 
 def _rdma_one(fleet: Fleet, addresses: Mapping[str, str], tool: IbWriteBw, src: str, dst: str,

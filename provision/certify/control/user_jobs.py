@@ -8,9 +8,10 @@
   values with every element of the result verified. Its wall time and the 8 MiB allreduce time are reported.
   A rank that dies aborts the whole job (PMIx tears the step down), so every node looks failed: when the job
   fails, each node runs the check alone (`alone_step`) and mpi.start is judged from that run, naming the
-  nodes where MPI cannot start. If every node starts alone, the job across the nodes is launched once more: a
-  second failure fails mpi.allreduce (the fault is between the nodes); a pass warns, naming the first failure
-  (an intermittent start-up failure users' jobs meet too, e.g. Open MPI 4.1's TCP wire-up race).
+  nodes where MPI cannot start. If every node starts alone, the job across the nodes is launched again, up to
+  user_steps.MPI_RELAUNCHES times: failing every time fails mpi.allreduce (the fault is between the nodes); a
+  pass warns, naming the first failure (an intermittent start-up failure users' jobs meet too, e.g. Open MPI's
+  start-up race).
 
 Pure: steps are srun.Step records; the judgement reads srun.StepOutput.
 """
@@ -154,7 +155,7 @@ def mpi_checks(step: Step, output: StepOutput, seconds: float, alone: Mapping[st
     cluster = _allreduce_check(step, all_ranks, expected, seconds, output, started if alone else None)
     if first_failure and cluster.verdict == "pass":
         cluster = replace(cluster, verdict="warn",
-                          detail=f"the first launch failed ({first_failure}) and a second passed: an intermittent "
+                          detail=f"the first launch failed ({first_failure}) and a later one passed: an intermittent "
                                  f"MPI start-up failure that users' jobs meet too; {cluster.detail}")
     return per_node + [cluster]
 

@@ -4,10 +4,14 @@ A node whose links are, as a whole, well below the links that do not touch it (l
 comparison) is the culprit: its NIC, cable or configuration. Links are then judged against their
 floor and against the links between healthy nodes, so one bad node cannot drag the reference down.
 A slow link between otherwise healthy nodes is reported as that pair.
+
+A verdict of "fail" means a fault still there when we look again: the runner measures every doubtful pair again,
+both directions (`measure_again`), and each direction is judged by the better of its two figures. A link or node
+that fails on the first figure and not on the better one is a warning naming both figures, never a fail.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import median
 
 from provision.certify.judging.judge import DROP_FAIL, DROP_WARN, Z_WARN, Sample, fleet_stats, judge_value
@@ -25,6 +29,19 @@ class PairResult:
     value_gbps: float | None
     tool: str = "ib_write_bw"
     error: str | None = None
+    retested: bool = False  # measured again because the first figure was doubtful
+    again_gbps: float | None = None  # the second figure (None: the second measurement failed too)
+
+    @property
+    def best_gbps(self) -> float | None:
+        """The figure the link is judged by: the better of the two when it was measured again."""
+        figures = [v for v in (self.value_gbps, self.again_gbps) if v is not None]
+        return max(figures) if figures else None
+
+    @property
+    def key(self) -> frozenset[str]:
+        """The unordered pair of nodes (both directions share it)."""
+        return frozenset((self.src, self.dst))
 
     @property
     def subject(self) -> str:
@@ -42,20 +59,101 @@ def build(nodes: list[str], pairs: list[PairResult]) -> NetMatrix:
     cells: list[list[float | None]] = [[None] * len(nodes) for _ in nodes]
     for pair in pairs:
         if pair.src in index and pair.dst in index:
-            cells[index[pair.src]][index[pair.dst]] = pair.value_gbps
+            cells[index[pair.src]][index[pair.dst]] = pair.best_gbps
     return NetMatrix(tuple(nodes), tuple(tuple(row) for row in cells), "Gb/s", pairs[0].tool if pairs else "")
 
 
 def judge_network(nodes: list[str], pairs: list[PairResult],
                   floor: Threshold | None) -> tuple[list[CheckResult], list[CheckResult]]:
-    """(`net.pairwise_bw` per link, cluster-wide; `net.node_bw` per node)."""
+    """(`net.pairwise_bw` per link, cluster-wide; `net.node_bw` per node), each link by its better figure."""
+    judged = [replace(p, value_gbps=p.best_gbps) for p in pairs]
+    pair_checks, node_checks = _judge(nodes, judged, floor)
+    if not any(p.retested for p in pairs):
+        return pair_checks, node_checks
+    first_pairs, first_nodes = _judge(nodes, pairs, floor)  # the first figures alone, for the record
+    pair_checks = [_confirmed(p, best, first) for p, best, first in zip(pairs, pair_checks, first_pairs)]
+    node_checks = [_node_confirmed(best, first) for best, first in zip(node_checks, first_nodes)]
+    return pair_checks, node_checks
+
+
+def measure_again(nodes: list[str], pairs: list[PairResult], per_node: int = 8) -> list[tuple[str, str]]:
+    """The unordered pairs to measure again (both directions), from the first figures: each link that is unmeasured
+    or below the fleet (warn or fail), and the links of each node whose links as a whole are low, the worst
+    `per_node` of each node at most. A pair below an absolute floor with the whole fleet alike is not here: the
+    fleet agrees, measuring again would not change the verdict."""
+    pair_checks, _ = _judge(nodes, pairs, None)
+    doubtful = {p.key for p, c in zip(pairs, pair_checks) if c.verdict != "pass"}
+    for node in suspects(nodes, pairs):
+        doubtful |= {p.key for p in pairs if p.touches(node)}
+    counts: dict[str, int] = {}
+    chosen = []
+    for pair in sorted(pairs, key=lambda p: p.value_gbps or 0.0):  # the worst first
+        if pair.key not in doubtful or any(counts.get(n, 0) >= per_node for n in pair.key):
+            continue
+        doubtful.discard(pair.key)
+        for n in pair.key:
+            counts[n] = counts.get(n, 0) + 1
+        chosen.append((pair.src, pair.dst))
+    return chosen
+
+
+def with_retests(pairs: list[PairResult], again: list[PairResult]) -> list[PairResult]:
+    """The first figures with each direction measured again set beside them (its error kept when both failed)."""
+    retests = {(p.src, p.dst): p for p in again}
+    return [_retested(p, retests[(p.src, p.dst)]) if (p.src, p.dst) in retests else p for p in pairs]
+
+
+def _retested(first: PairResult, again: PairResult) -> PairResult:
+    error = first.error if again.value_gbps is not None or first.value_gbps is not None else \
+        f"{first.error}; measured again: {again.error}"
+    return replace(first, retested=True, again_gbps=again.value_gbps, error=error)
+
+
+def _judge(nodes: list[str], pairs: list[PairResult],
+           floor: Threshold | None) -> tuple[list[CheckResult], list[CheckResult]]:
     measured = [p for p in pairs if p.value_gbps is not None]
     drops = {n: _node_drop(n, measured) for n in nodes}
-    suspects = {n for n, d in drops.items() if d and d[0] >= DROP_WARN and d[1] <= Z_WARN}
+    suspects = suspected(drops)
     reference = [p.value_gbps for p in measured if not any(p.touches(s) for s in suspects)]
     stats = fleet_stats(reference or [p.value_gbps for p in measured]) if measured else None
     pair_checks = [_judge_pair(p, floor, stats, suspects) for p in pairs]
     return pair_checks, [_node_check(n, pairs, pair_checks, drops[n], suspects) for n in nodes]
+
+
+def _confirmed(pair: PairResult, best: CheckResult, first: CheckResult) -> CheckResult:
+    """The link's verdict from its better figure, saying what the first figure was when it was measured again."""
+    if not pair.retested:
+        return best
+    figures = f"{_figure(pair.value_gbps)} then {_figure(pair.again_gbps)} Gb/s measured again"
+    if best.verdict == "fail":
+        return replace(best, detail=f"confirmed: {figures}; {best.detail}")
+    if first.verdict == "fail":
+        return replace(best, verdict="warn", detail=f"not confirmed: {figures} ({first.detail})")
+    return replace(best, detail="; ".join(filter(None, [f"{figures}", best.detail])))
+
+
+def _node_confirmed(best: CheckResult, first: CheckResult) -> CheckResult:
+    """A node that fails on the first figures and not on the better ones is a warning naming both medians."""
+    if first.verdict != "fail" or best.verdict == "fail":
+        return best
+    return replace(best, verdict="warn", detail=f"not confirmed: its links' median {first.value} Gb/s at first, "
+                                                f"{best.value} Gb/s measured again ({first.detail})")
+
+
+def _figure(value: float | None) -> str:
+    return "no figure" if value is None else f"{value:g}"
+
+
+def suspects(nodes: list[str], pairs: list[PairResult]) -> set[str]:
+    """The nodes whose links, as a whole, are well below the links that do not touch them (by their better
+    figures)."""
+    measured = [replace(p, value_gbps=p.best_gbps) for p in pairs if p.best_gbps is not None]
+    return suspected({n: _node_drop(n, measured) for n in nodes})
+
+
+def suspected(drops: dict[str, tuple[float, float] | None]) -> set[str]:
+    """The nodes whose drop (fraction, robust z) against the other links makes them the culprit."""
+    return {n for n, d in drops.items() if d and d[0] >= DROP_WARN and d[1] <= Z_WARN}
 
 
 def _node_drop(node: str, measured: list[PairResult]) -> tuple[float, float] | None:

@@ -120,7 +120,7 @@ def test_a_job_that_fails_once_and_passes_when_launched_again_warns_naming_the_f
     again = parse(0, _mpi_out(["n1", "n2"], per_node=1), "")
     checks = user_jobs.mpi_checks(one, again, 1.5, alone, user_jobs.failure_summary(one, crashed))
     assert [c.verdict for c in checks] == ["pass", "pass", "warn"]
-    assert checks[-1].detail.startswith("the first launch failed (n1: Segmentation fault; n2: Killed) and a second "
+    assert checks[-1].detail.startswith("the first launch failed (n1: Segmentation fault; n2: Killed) and a later one "
                                         "passed")
     assert "2 ranks on 2 nodes" in checks[-1].detail
 

@@ -11,7 +11,7 @@ import shlex
 import pytest
 
 from provision.certify import bundle
-from provision.certify.control import drain as drainer, run as runner
+from provision.certify.control import drain as drainer, run as runner, user_steps
 from provision.certify.control.fleet import Fleet, Outcome
 from provision.certify.control.srun import NODE_MARK
 from provision.certify.probe import collect
@@ -129,9 +129,10 @@ class FakeSandbox(Fleet):
 
     def _mpi(self, name, nodes):
         """A rank that cannot start aborts the whole step (PMIx): its node exits 127, the others are cancelled.
-        mpi_flaky: the first launch across the nodes crashes (a segfault in MPI_Init), later ones pass."""
-        if len(nodes) > 1 and self.faults.get("mpi_flaky") and not getattr(self, "crashed_once", False):
-            self.crashed_once = True
+        mpi_flaky: the first N launches across the nodes crash (a segfault in MPI_Init), later ones pass."""
+        crashes = getattr(self, "crashes", 0)
+        if len(nodes) > 1 and crashes < int(self.faults.get("mpi_flaky", 0)):
+            self.crashes = crashes + 1
             err = [f"srun: error: {nodes[0]}: task 0: Segmentation fault"] + [
                 f"srun: error: {n}: tasks {2 * i}-{2 * i + 1}: Killed" for i, n in enumerate(nodes) if i]
             return Outcome(name, 139, "", "\n".join(err) + "\n")
@@ -231,8 +232,9 @@ def test_user_job_faults_fail_on_their_node(sandbox, fault, node, checks, cluste
         assert sorted(n for n, c in sandbox.log if c in alone) == ["node01", "store01", "store02"]
 
 
-def test_an_mpi_job_that_crashes_once_warns_after_a_second_launch_passes(sandbox):
-    sandbox.faults = {"mpi_flaky": True}
+@pytest.mark.parametrize("crashes", [1, 2])
+def test_an_mpi_job_that_crashes_warns_when_a_later_launch_passes(sandbox, crashes):
+    sandbox.faults = {"mpi_flaky": crashes}
     report = runner.collect(SPEC, CLUSTER, runner.CertifyOptions())
     assert failures(report) == set() and report.verdict == "warn"
     allreduce = next(c for c in report.checks if c.check == "mpi.allreduce")
@@ -240,7 +242,17 @@ def test_an_mpi_job_that_crashes_once_warns_after_a_second_launch_passes(sandbox
     assert {c.node: c.verdict for c in report.all_checks() if c.check == "mpi.start"} == dict.fromkeys(
         ("node01", "store01", "store02"), "pass")
     launches = [c for n, c in sandbox.log if n == "ctl01" and "--mpi=pmix" in c]
-    assert len(launches) == 2  # the first, then once more after every node started alone
+    assert len(launches) == crashes + 1  # launched again after every node started alone, until one passed
+
+
+def test_an_mpi_job_that_crashes_on_every_launch_fails_after_three_between_the_nodes(sandbox):
+    sandbox.faults = {"mpi_flaky": 10}
+    report = runner.collect(SPEC, CLUSTER, runner.CertifyOptions())
+    assert failures(report) == {(None, "mpi.allreduce")}
+    allreduce = next(c for c in report.checks if c.check == "mpi.allreduce")
+    assert "every node starts MPI alone: the fault is between the nodes" in allreduce.detail
+    launches = [c for n, c in sandbox.log if n == "ctl01" and "--mpi=pmix" in c]
+    assert len(launches) == 1 + user_steps.MPI_RELAUNCHES == 3
 
 
 def test_a_package_version_two_nodes_of_a_group_disagree_on_names_both(sandbox):

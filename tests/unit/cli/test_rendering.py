@@ -109,7 +109,7 @@ def _validate(tmp_path, text: str) -> subprocess.CompletedProcess:
 def test_validate_prints_the_name_pattern_intact(tmp_path):
     done = _validate(tmp_path, example("sandbox", "demo", "c.yaml").replace("name: demo", "name: Demo_1"))
     assert done.returncode == 2
-    assert "'Demo_1' is not valid: string should match pattern '^[a-z][a-z0-9-]{0,30}$'" in done.stderr
+    assert "'Demo_1' is not valid: does not match '^[a-z][a-z0-9-]{0,30}$'" in done.stderr
 
 
 def test_validate_prints_a_fix_with_brackets_intact(tmp_path):

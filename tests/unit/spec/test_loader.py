@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from provision.errors import SpecError
+from provision.spec import wording
 from provision.spec.loader import validate_file
 
 GOOD = """\
@@ -38,8 +39,7 @@ def test_good_spec_is_valid(tmp_path):
 
 @pytest.mark.parametrize("text, expected", [
     (GOOD.replace("    count: 3", "    count: three"),
-     "error: node_groups[1].count (line 10): 'three' is not valid: input should be a valid integer, unable to parse "
-     "string as an integer; write a whole number such as 4"),
+     "error: node_groups[1].count (line 10): 'three' is not valid: not a whole number; write a whole number such as 4"),
     (GOOD.replace("  type: sandbox", "  type: sandbox\n  subnett: 10.99.0.0/24"),
      "error: provider.subnett (line 4): unknown key 'subnett'; did you mean 'subnet'?"),
     (GOOD.replace("    roles: [compute]", "    role: [compute]"),
@@ -54,13 +54,13 @@ def test_good_spec_is_valid(tmp_path):
     (GOOD.replace("  type: sandbox", "  type: openstack"),
      "error: provider (line 2): provider type 'openstack' is not known; use one of: sandbox, static, aws"),
     (GOOD.replace("    roles: [controller]", "    roles: [boss]"),
-     "error: node_groups[0].roles[0] (line 6): 'boss' is not valid: input should be 'controller', 'login', "
+     "error: node_groups[0].roles[0] (line 6): 'boss' is not valid: not one of 'controller', 'login', "
      "'compute' or 'storage'; use one of 'controller', 'login', 'compute' or 'storage'"),
     (GOOD + "certify: {level: extreme}\n",
-     "error: certify.level (line 11): 'extreme' is not valid: input should be 'quick', 'standard' or 'full'; "
+     "error: certify.level (line 11): 'extreme' is not valid: not one of 'quick', 'standard' or 'full'; "
      "use one of 'quick', 'standard' or 'full'"),
     (GOOD.replace("name: demo", "name: Demo_Cluster"),
-     "error: name (line 1): 'Demo_Cluster' is not valid: string should match pattern '^[a-z][a-z0-9-]{0,30}$'; "
+     "error: name (line 1): 'Demo_Cluster' is not valid: does not match '^[a-z][a-z0-9-]{0,30}$'; "
      "use lower-case letters, digits and '-', starting with a letter"),
 ])
 def test_structure_error_names_field_line_value_and_fix(tmp_path, text, expected):
@@ -90,3 +90,25 @@ def test_missing_path_and_directory(tmp_path):
         validate_file(tmp_path / "absent.yaml")
     with pytest.raises(SpecError, match="is a directory"):
         validate_file(tmp_path)
+
+
+@pytest.mark.parametrize("error, expected", [
+    ({"type": "too_long", "ctx": {"max_length": 256, "actual_length": 300}, "msg": "x"}, "300 entries, at most 256 allowed"),
+    ({"type": "too_long", "ctx": {"max_length": 2, "actual_length": None}, "msg": "x"}, "at most 2 allowed"),
+    ({"type": "too_short", "ctx": {"min_length": 1, "actual_length": 0}, "msg": "x"}, "0 entries, at least 1 needed"),
+    ({"type": "greater_than_equal", "ctx": {"ge": 1}, "msg": "x"}, "must be 1 or more"),
+    ({"type": "int_parsing", "msg": "Input should be a valid integer, unable to parse"}, "not a whole number"),
+    ({"type": "value_error", "msg": "Value error, Names a node twice"}, "names a node twice"),
+    ({"type": "some_future_type", "msg": "Something New"}, "something New"),
+    ({"type": "too_long", "ctx": {}, "msg": "List too long"}, "list too long"),  # no limit named: theirs
+])
+def test_our_words_for_pydantic_error_types_and_its_message_for_the_rest(error, expected):
+    assert wording.message(error) == expected
+
+
+def test_every_error_type_the_model_raises_for_bad_input_is_worded_by_us(tmp_path):
+    """The structural errors a user meets most (wrong type, out of range, too many, wrong word) never show pydantic's
+    sentence; a new pydantic release cannot change what they read."""
+    bad = GOOD.replace("    count: 3", "    count: -1\n    default_partition: maybe").replace("name: demo", "name: D")
+    rendered = " | ".join(f.render() for f in validate_file(_write(tmp_path, bad)).findings)
+    assert "Input should" not in rendered and "input should" not in rendered and "should" not in rendered, rendered

@@ -42,7 +42,7 @@ def _write(tmp_path: Path, text: str, name: str = "cluster.yaml") -> Path:
 
 def test_alias_bomb_is_refused_by_its_expanded_size(tmp_path):
     assert len(ALIAS_BOMB) < 1000
-    code, err = cli("validate", str(_write(tmp_path, ALIAS_BOMB)), limit_s=2)
+    code, err = cli("validate", str(_write(tmp_path, ALIAS_BOMB)), limit_s=10)
     assert code == 2
     _one_error_line(err, "expands to more than 100000 values (aliases counted as copies)")
 
@@ -60,7 +60,7 @@ def test_an_alias_inside_its_own_anchor_is_refused(tmp_path):
 
 def test_deep_nesting_just_past_our_limit_is_refused_by_our_walk(tmp_path):
     text = GOOD + "deep: " + "[" * (MAX_YAML_DEPTH + 1) + "]" * (MAX_YAML_DEPTH + 1) + "\n"
-    code, err = cli("validate", str(_write(tmp_path, text)), limit_s=3)
+    code, err = cli("validate", str(_write(tmp_path, text)), limit_s=10)
     assert code == 2
     _one_error_line(err, f"nests deeper than {MAX_YAML_DEPTH} levels")
 
@@ -75,7 +75,7 @@ def test_deep_nesting_is_refused_whichever_layer_sees_it_first(tmp_path, monkeyp
     before = sorted(p.name for p in tmp_path.rglob("*"))
     monkeypatch.setenv("PROVISION_STATE_DIR", str(state))
     extra = ["-o", str(tmp_path / "out")] if command == "inventory" else []
-    code, err = cli(command, str(spec), *extra, limit_s=3)
+    code, err = cli(command, str(spec), *extra, limit_s=10)
     assert code == 2
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and errors[0].startswith(f"error: {spec}: "), err
@@ -94,13 +94,13 @@ def test_block_nesting_is_refused_too(tmp_path):
 def test_fifo_is_refused_at_once(tmp_path):
     fifo = tmp_path / "spec.yaml"
     os.mkfifo(fifo)
-    code, err = cli("validate", str(fifo), limit_s=2)
+    code, err = cli("validate", str(fifo), limit_s=10)
     assert code == 2
     _one_error_line(err, "is a FIFO, not a regular file")
 
 
 def test_dev_zero_is_refused_at_once():
-    code, err = cli("plan", "/dev/zero", limit_s=2)
+    code, err = cli("plan", "/dev/zero", limit_s=10)
     assert code == 2
     _one_error_line(err, "/dev/zero: is a device, not a regular file")
 
@@ -114,7 +114,7 @@ def test_a_file_over_the_size_cap_is_refused(tmp_path):
 
 def test_a_huge_hostlist_is_sized_not_expanded(tmp_path):
     text = GOOD.replace("    count: 3", "    hosts: gpu[1-10000000]")
-    code, err = cli("validate", str(_write(tmp_path, text)), limit_s=2)
+    code, err = cli("validate", str(_write(tmp_path, text)), limit_s=10)
     assert code == 2
     assert "node_groups[1].hosts (line 10): 'gpu[1-10000000]' stands for 10000000 names; a node group has at most " \
            "10000" in err
@@ -123,7 +123,7 @@ def test_a_huge_hostlist_is_sized_not_expanded(tmp_path):
 def test_the_cluster_node_limit_counts_every_group_before_expanding(tmp_path):
     groups = "".join(f"  - name: g{i}\n    roles: [compute]\n    hosts: g{i}n[1-9000]\n" for i in range(3))
     text = GOOD.split("  - name: compute")[0] + groups
-    code, err = cli("validate", str(_write(tmp_path, text)), limit_s=2)
+    code, err = cli("validate", str(_write(tmp_path, text)), limit_s=10)
     assert code == 2
     assert "node_groups (line 4): add up to 27001 nodes; a cluster has at most 20000" in err
 
@@ -132,14 +132,14 @@ def test_the_cluster_node_limit_counts_every_group_before_expanding(tmp_path):
 def test_thousands_of_node_groups_give_one_short_error(tmp_path, group, count):
     """The issue's 30,000 groups took 20-77 s and printed 19.8 MB."""
     text = GOOD + f"  - {group}\n" * count
-    code, err = cli("validate", str(_write(tmp_path, text)), limit_s=5)
+    code, err = cli("validate", str(_write(tmp_path, text)), limit_s=15)
     assert code == 2
-    assert f"error: node_groups (line 4): list is not valid: list should have at most 256 items after validation, " \
-           f"not {count + 2}; use fewer entries" in err and len(err) < 1000, err[:3000]
+    assert f"error: node_groups (line 4): list is not valid: {count + 2} entries, at most 256 allowed; use fewer " \
+           f"entries" in err and len(err) < 1000, err[:3000]
 
 
 def test_more_values_than_the_limit_are_refused_while_reading(tmp_path):
-    code, err = cli("validate", str(_write(tmp_path, GOOD + "x: [" + "1," * 100_001 + "]\n")), limit_s=5)
+    code, err = cli("validate", str(_write(tmp_path, GOOD + "x: [" + "1," * 100_001 + "]\n")), limit_s=15)
     assert code == 2
     _one_error_line(err, "expands to more than 100000 values")
 
@@ -155,8 +155,8 @@ def test_duplicate_keys_are_errors_naming_both_lines(tmp_path):
 def test_yaml_1_1_booleans_are_not_silently_booleans(tmp_path, word):
     text = GOOD.replace("    count: 3", f"    count: 3\n    default_partition: {word}")
     rendered = [f.render() for f in validate_file(_write(tmp_path, text)).findings]
-    assert any(f"node_groups[1].default_partition (line 11): '{word}' is not valid: input should be a valid "
-               "boolean; write true or false" in line for line in rendered), rendered
+    assert any(f"node_groups[1].default_partition (line 11): '{word}' is not valid: not true or false; write true "
+               "or false" in line for line in rendered), rendered
 
 
 def test_yes_is_a_plain_string_where_a_string_is_wanted(tmp_path):
@@ -219,7 +219,7 @@ def test_square_brackets_in_a_value_are_printed_as_they_are(tmp_path):
     path.write_text(GOOD.replace("name: demo", 'name: "[/x]"'))
     code, err = cli("validate", str(path))
     assert code == 2
-    assert "error: name (line 1): '[/x]' is not valid: string should match pattern" in err
+    assert "error: name (line 1): '[/x]' is not valid: does not match '^[a-z][a-z0-9-]{0,30}$'" in err
 
 
 def test_an_error_line_cuts_a_long_value(tmp_path):
@@ -255,6 +255,6 @@ def test_init_checks_the_name_like_the_spec_and_writes_nothing(tmp_path, name):
 def test_init_refuses_a_fifo_as_output(tmp_path):
     fifo = tmp_path / "out.yaml"
     os.mkfifo(fifo)
-    code, err = cli("init", "-o", str(fifo), "--force", limit_s=2)
+    code, err = cli("init", "-o", str(fifo), "--force", limit_s=10)
     assert code == 2
     _one_error_line(err, "is not a regular file")

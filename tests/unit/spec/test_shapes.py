@@ -76,14 +76,14 @@ BAD = [
     ("software.slurm.repository_components", ["main", "contrib\nx"], "is not an APT component"),
     ("software.slurm.packages", {"compute": ["slurmd", "Slurmd"]}, "packages.compute[1]"),
     ("software.slurm.packages", {"compute": ["slurmd=24.11"]}, "is not a Debian package name"),
-    ("software.slurm.packages", {"client": []}, "should have at least 1 item"),
+    ("software.slurm.packages", {"client": []}, "0 entries, at least 1 needed"),
     ("software.cuda.versions", ["１２.８"], "is not MAJOR.MINOR"),
     ("node_groups.1.hosts", "gpu[1-3]@all", "is not a valid hostlist expression (only letters, digits"),
     ("node_groups.1.hosts", "gpu[1-99999]", "stands for 99999 names; a node group has at most 10000"),
     ("node_groups.1.hosts", "gpu[01-02]", None),
     ("node_groups.1.addresses", ["10.0.0.11", "$(id)"], "holds '$(id)', which is not an IP address"),
     ("node_groups.1.gpu", {"model": "H100 SXM", "count": 8}, "'H100 SXM' is not a name or version"),
-    ("node_groups.1.default_partition", "yes", "'yes' is not valid: input should be a valid boolean"),
+    ("node_groups.1.default_partition", "yes", "'yes' is not valid: not true or false"),
 ]
 
 
