@@ -11,7 +11,12 @@ import paramiko
 from provision.adaptors.ssh_config import SshTarget, resolve
 from provision.errors import ConnectionFailure
 
-__all__ = ["SshTarget", "connect", "run"]
+__all__ = ["SessionLost", "SshTarget", "connect", "run"]
+
+
+class SessionLost(ConnectionFailure):
+    """The session could not open a channel (the transport died, sshd refused it): the command never started, so
+    running it again on a new session is safe."""
 
 
 class _RecordNewHostKey(paramiko.MissingHostKeyPolicy):
@@ -165,8 +170,14 @@ def _translate(exc: BaseException, target: SshTarget) -> ConnectionFailure:
 
 
 def run(client: paramiko.SSHClient, command: str, timeout: float = 60.0) -> tuple[int, str, str]:
-    """Run a command and return (exit status, stdout, stderr); ConnectionFailure when it stays silent too long."""
-    _, stdout, stderr = client.exec_command(command, timeout=timeout)
+    """Run a command and return (exit status, stdout, stderr); ConnectionFailure when it stays silent too long,
+    SessionLost when the session was gone before the command could start."""
+    try:
+        _, stdout, stderr = client.exec_command(command, timeout=timeout)
+    except (paramiko.SSHException, EOFError, OSError) as exc:
+        raise SessionLost(f"the SSH session was lost before the command started ({exc.__class__.__name__}: "
+                          f"{' '.join(str(exc).split())[:200] or 'no message'})",
+                          hint="check the node's sshd (its journal) and its load") from None
     try:
         out = stdout.read().decode(errors="replace")
         err = stderr.read().decode(errors="replace")

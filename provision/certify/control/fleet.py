@@ -1,11 +1,14 @@
 """SSH sessions to every node for one certification run: connect in parallel, run commands, close.
 
 A node that cannot be reached is recorded with the reason (ConnectionFailure's one-line message) and
-every later command on it returns that reason instead of raising, so one dead node never stops the run.
+every later command on it returns that reason instead of raising, so one dead node never stops the run. A session
+lost before a command could start (its transport died, sshd refused the channel) is opened again once and the
+command run on the new one; a command that started is never run twice.
 """
 from __future__ import annotations
 
 import shlex
+import threading
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -48,6 +51,9 @@ class Fleet:
                                f"SALLOC_RESERVATION={shlex.quote(slurm_reservation)}; ") if slurm_reservation else ""
         self.clients: dict[str, object] = {}
         self.unreachable: dict[str, str] = {}
+        self.extra: list[NodeInfo] = []  # nodes connected to that are not the cluster's own (a partial run's peers)
+        self.reconnected: dict[str, int] = {}  # sessions opened again after one was lost, per node
+        self._reconnecting = threading.Lock()
 
     def __enter__(self) -> Fleet:
         return self
@@ -58,6 +64,8 @@ class Fleet:
     def connect(self, nodes: Iterable[NodeInfo]) -> dict[str, str]:
         """Connect to every node at once; returns {node: reason} for those that could not be reached."""
         todo = [n for n in nodes if n.name not in self.clients]
+        known = {n.name for n in self.cluster.nodes}
+        self.extra += [n for n in todo if n.name not in known]
 
         def one(node: NodeInfo) -> tuple[str, object | None, str | None]:
             try:
@@ -85,10 +93,28 @@ class Fleet:
         if self.controller_env and name == self.cluster.controller.name:
             command = self.controller_env + command
         try:
-            rc, out, err = ssh.run(client, command, timeout)
+            try:
+                rc, out, err = ssh.run(client, command, timeout)
+            except ssh.SessionLost:  # the command never started: once more on a new session
+                rc, out, err = ssh.run(self._reconnect(name, client), command, timeout)
         except Exception as exc:  # socket timeouts and paramiko errors: the node stopped answering
             return Outcome(name, None, error=f"command failed over SSH ({exc.__class__.__name__}: {exc})")
         return Outcome(name, rc, out, err)
+
+    def _reconnect(self, name: str, lost: object) -> object:
+        """A new session to the node in place of `lost` (one for all the threads that lost it at once)."""
+        with self._reconnecting:
+            client = self.clients.get(name)
+            if client is lost or client is None:
+                try:
+                    lost.close()
+                except Exception:  # the old transport is already broken
+                    pass
+                node = next(n for n in [*self.cluster.nodes, *self.extra] if n.name == name)
+                client = ssh.connect(ssh_target(self.cluster, node), timeout=self.connect_timeout)
+                self.clients[name] = client
+                self.reconnected[name] = self.reconnected.get(name, 0) + 1
+            return client
 
     def run_many(self, commands: Mapping[str, str], timeout: float = 60.0) -> dict[str, Outcome]:
         """Run one command per node, all at once."""
