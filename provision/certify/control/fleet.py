@@ -51,7 +51,7 @@ class Fleet:
                                f"SALLOC_RESERVATION={shlex.quote(slurm_reservation)}; ") if slurm_reservation else ""
         self.clients: dict[str, object] = {}
         self.unreachable: dict[str, str] = {}
-        self.extra: list[NodeInfo] = []  # nodes connected to that are not the cluster's own (a partial run's peers)
+        self.nodes: dict[str, NodeInfo] = {}  # every node connect() was given, to open a lost session again
         self.reconnected: dict[str, int] = {}  # sessions opened again after one was lost, per node
         self._reconnecting = threading.Lock()
 
@@ -64,8 +64,7 @@ class Fleet:
     def connect(self, nodes: Iterable[NodeInfo]) -> dict[str, str]:
         """Connect to every node at once; returns {node: reason} for those that could not be reached."""
         todo = [n for n in nodes if n.name not in self.clients]
-        known = {n.name for n in self.cluster.nodes}
-        self.extra += [n for n in todo if n.name not in known]
+        self.nodes.update({n.name: n for n in todo})
 
         def one(node: NodeInfo) -> tuple[str, object | None, str | None]:
             try:
@@ -110,8 +109,7 @@ class Fleet:
                     lost.close()
                 except Exception:  # the old transport is already broken
                     pass
-                node = next(n for n in [*self.cluster.nodes, *self.extra] if n.name == name)
-                client = ssh.connect(ssh_target(self.cluster, node), timeout=self.connect_timeout)
+                client = ssh.connect(ssh_target(self.cluster, self.nodes[name]), timeout=self.connect_timeout)
                 self.clients[name] = client
                 self.reconnected[name] = self.reconnected.get(name, 0) + 1
             return client

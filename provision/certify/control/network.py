@@ -3,7 +3,8 @@
 The circle method splits N nodes into N-1 rounds (N even; one node sits out each round when N is
 odd) so every pair meets exactly once and no node is in two pairs of a round; each pair measures both
 directions, one after the other. The doubtful pairs of that matrix (netmatrix.measure_again) are then measured
-again, both directions, in rounds of disjoint pairs, so a verdict of fail is a fault seen twice. iperf3 (TCP) runs everywhere: one server per node for the whole
+again, both directions, in rounds of disjoint pairs, so a verdict of fail is a fault seen twice.
+iperf3 (TCP) runs everywhere: one server per node for the whole
 matrix, started as a daemon and stopped by its PID. ib_write_bw is used instead where every node has
 an active RDMA port: a one-shot server per measurement.
 """

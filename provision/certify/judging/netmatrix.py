@@ -129,7 +129,7 @@ def _confirmed(pair: PairResult, best: CheckResult, first: CheckResult) -> Check
         return replace(best, detail=f"confirmed: {figures}; {best.detail}")
     if first.verdict == "fail":
         return replace(best, verdict="warn", detail=f"not confirmed: {figures} ({first.detail})")
-    return replace(best, detail="; ".join(filter(None, [f"{figures}", best.detail])))
+    return replace(best, detail="; ".join(filter(None, [figures, best.detail])))
 
 
 def _node_confirmed(best: CheckResult, first: CheckResult) -> CheckResult:
