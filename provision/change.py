@@ -1,8 +1,10 @@
 """A change to a running cluster: which nodes the spec adds, removes or changes against the nodes the cluster has,
-and which lines of the cluster-wide files (slurm.conf, gres.conf, /etc/hosts) that rewrites.
+which settings change on which nodes (provision.settings), and the unified diff of the cluster-wide files
+(slurm.conf, gres.conf, /etc/hosts) that follows.
 
 `up` records the nodes the cluster has in the state document `applied` (after its nodes stage, and again once a
-removal is done); `plan` and `up` compare the spec's planned nodes with it. Nothing here changes anything.
+removal is done) and what a whole deploy applied in `settings`; `plan` and `up` compare the spec with both. Nothing
+here changes anything.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from provision import hostlist, slurm_layout
 from provision.hardware import NodeHardware
 from provision.records import ClusterInfo, NodeInfo
+from provision.settings.diff import SettingChange, by_node, restarts
 from provision.state import ClusterState
 
 APPLIED = "applied"  # state document: the nodes the cluster has, as the provider described them
@@ -37,7 +40,9 @@ class ChangePlan:
 
     running: bool  # False: nothing was ever applied, every node is an add
     nodes: list[NodeChange] = field(default_factory=list)
-    files: dict[str, list[str]] = field(default_factory=dict)  # file -> its changed lines, "-old" / "+new"
+    files: dict[str, list[str]] = field(default_factory=dict)  # file -> its unified diff, line by line
+    settings: list[SettingChange] = field(default_factory=list)  # what the last deploy applied -> what up renders
+    settings_recorded: bool = True  # False: a deployed cluster whose last deploy's settings are not recorded
     hourly_before: float | None = None
     hourly_after: float | None = None
 
@@ -47,22 +52,43 @@ class ChangePlan:
 
     @property
     def changed(self) -> bool:
-        """Whether `up` would change anything about the nodes or the cluster-wide files."""
-        return any(n.action != "unchanged" for n in self.nodes) or bool(self.files)
+        """Whether `up` would change anything: nodes, settings, the cluster-wide files, or record what it applied."""
+        return (any(n.action != "unchanged" for n in self.nodes) or bool(self.files) or bool(self.settings)
+                or not self.settings_recorded)
+
+    @property
+    def notes(self) -> list[str]:
+        """What the plan cannot show in its tables."""
+        return [] if self.settings_recorded else [UNRECORDED]
+
+    @property
+    def restarts(self) -> list[str]:
+        """The daemons the setting changes restart."""
+        return restarts(self.settings)
 
     def summary(self) -> str:
-        """One line: 'N to add, M to remove, K to change, U unchanged', or 'no changes'."""
+        """One line: 'N to add, M to remove, K to change, U unchanged; S settings change', or 'no changes'."""
         if not self.changed:
-            return "no changes: the cluster has exactly the spec's nodes"
+            return "no changes: the cluster has exactly the spec's nodes and settings"
         counts = {a: len(self.names(a)) for a in ACTIONS}
-        return (f"{counts['add']} to add, {counts['remove']} to remove, {counts['change']} to change, "
+        line = (f"{counts['add']} to add, {counts['remove']} to remove, {counts['change']} to change, "
                 f"{counts['unchanged']} unchanged")
+        if self.settings:
+            line += f"; {len(self.settings)} setting(s) change"
+            line += f", restarting {', '.join(self.restarts)}" if self.restarts else ""
+        return "; ".join([line, *self.notes])
 
     def as_dict(self) -> dict:
         """JSON-ready form."""
         return {"running": self.running, "changed": self.changed, "summary": self.summary(),
                 "nodes": [asdict(n) for n in self.nodes], "files": self.files,
+                "settings": [s.as_dict() for s in self.settings], "settings_recorded": self.settings_recorded,
+                "restarts": self.restarts,
                 "hourly_cost_usd_before": self.hourly_before, "hourly_cost_usd_after": self.hourly_after}
+
+
+UNRECORDED = ("the settings the last deploy applied are not recorded (deployed by an older gpu-provision): `up` "
+              "deploys once and records them")
 
 
 def load_applied(state: ClusterState) -> list[NodeInfo] | None:
@@ -95,6 +121,18 @@ def diff_nodes(old: list[NodeInfo] | None, new: list[NodeInfo]) -> list[NodeChan
     return out
 
 
+def with_settings(changes: list[NodeChange], settings: list[SettingChange]) -> list[NodeChange]:
+    """Nodes a setting change reaches are changed too, their details naming the variables."""
+    names = by_node(settings)
+    out = []
+    for item in changes:
+        if item.name in names and item.action in ("unchanged", "change"):
+            detail = f"settings: {', '.join(names[item.name])}"
+            item = NodeChange(item.name, "change", item.group, item.details + (detail,))
+        out.append(item)
+    return out
+
+
 def unfinished(changes: list[NodeChange], deployed: set[str] | None, held: Iterable[str]) -> list[NodeChange]:
     """Nodes an interrupted change created but did not finish count as still to add: not deployed yet, or held out
     of service until certify passes on them."""
@@ -122,8 +160,10 @@ def _difference(key: str, before: object, after: object) -> str:
     return f"{key} {show} -> {then}"
 
 
-def file_lines(cluster: ClusterInfo, hardware: Mapping[str, NodeHardware]) -> dict[str, list[str]]:
-    """The lines of the cluster-wide files that follow the node set (what the roles render from the inventory)."""
+def file_lines(cluster: ClusterInfo, hardware: Mapping[str, NodeHardware],
+               settings: Mapping[str, object] | None = None) -> dict[str, list[str]]:
+    """The lines of the cluster-wide files that follow the node set and, given the inventory's common variables, the
+    spec's settings (what the roles render from the inventory)."""
     nodes = [f"NodeName={e['names']}" + "".join(f" {name}={e[key]}" for key, name in NODE_FIELDS if key in e)
              + ("" if "cpus" in e else " (CPUs and RealMemory: read from the node at preflight)")
              for e in slurm_layout.node_entries(cluster, hardware)]
@@ -132,19 +172,34 @@ def file_lines(cluster: ClusterInfo, hardware: Mapping[str, NodeHardware]) -> di
     gres = [f"NodeName={g['names']} Name=gpu Type={g['type']} Count={g['count']}"
             for g in slurm_layout.gres_nodes(cluster)]
     hosts = [f"{n.address or '<address at creation>'} {n.name}" for n in cluster.nodes]
-    return {"slurm.conf": nodes + partitions, "gres.conf": gres, "/etc/hosts": hosts}
+    return {"slurm.conf": settings_lines(settings or {}) + nodes + partitions, "gres.conf": gres, "/etc/hosts": hosts}
 
 
-def diff_files(old: ClusterInfo | None, new: ClusterInfo, hardware: Mapping[str, NodeHardware]) -> dict[str, list[str]]:
-    """file -> ['-line', '+line', ...] for each file whose node-dependent lines change; {} when none do."""
+def settings_lines(common: Mapping[str, object]) -> list[str]:
+    """slurm.conf's lines that follow the spec's settings, as the slurm role's template writes them: the health
+    program's and software.slurm.config's."""
+    lines = []
+    if common.get("slurm_health_enabled"):
+        lines += [f"HealthCheckInterval={common.get('slurm_health_interval')}",
+                  f"HealthCheckNodeState={common.get('slurm_health_node_state')}"]
+    parameters = common.get("slurm_conf_parameters") or {}
+    return lines + [f"{k}={v}" for k, v in sorted(parameters.items())] if isinstance(parameters, dict) else lines
+
+
+def diff_files(old: ClusterInfo | None, new: ClusterInfo, hardware: Mapping[str, NodeHardware],
+               before: Mapping[str, object] | None = None, after: Mapping[str, object] | None = None,
+               ) -> dict[str, list[str]]:
+    """file -> its unified diff (difflib, one line of context) for each file whose lines that follow the nodes and
+    settings change; {} when none do. `before`/`after`: the inventory's common variables then and now."""
     if old is None:
         return {}
-    before, after = file_lines(old, hardware), file_lines(new, hardware)
+    then, now = file_lines(old, hardware, before), file_lines(new, hardware, after)
     out = {}
-    for name in after:
-        lines = [line for line in difflib.ndiff(before[name], after[name]) if line[:1] in "+-"]
+    for name in now:
+        lines = list(difflib.unified_diff(then[name], now[name], f"{name} (applied)", f"{name} (spec)", n=1,
+                                          lineterm=""))
         if lines:
-            out[name] = [line[0] + line[2:] for line in lines]
+            out[name] = lines
     return out
 
 

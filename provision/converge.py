@@ -7,8 +7,9 @@
 3. nodes the spec removes are drained, their jobs waited for (or cancelled with --force), slurmd stopped; the
    deploy then renders the cluster-wide files without them and only then the provider removes them (`drain`,
    `remove`);
-4. certify runs on the held nodes inside the reservation; passing nodes are released into service, failing ones
-   stay held with the failed checks in the report (`certify_held`).
+4. certify runs on the held nodes inside the reservation, a partial run that measures them against a few nodes in
+   service too; passing nodes are released into service, failing ones stay held with the failed checks in the report
+   (`certify_held`).
 
 Each step is recorded in the state before the next, so an interrupted change is finished by the next `up`.
 """
@@ -103,16 +104,16 @@ CERTIFY_REASON = "certify:"  # how certify's --drain-failed reasons start (certi
 
 def certify_held(spec: ClusterSpec, cluster: ClusterInfo, nodes: list[str], options: CertifyOptions,
                  progress: Progress) -> CertifyRun:
-    """Certify the controller and the held nodes, Slurm jobs inside the hold reservation: those that pass are released
-    into service, those that fail stay held and drained with their failed check ids as the reason (a node that
-    failed before is resumed inside the reservation first, so certify can run there again)."""
-    subset = cluster.model_copy(update={"nodes": tuple(n for n in cluster.nodes
-                                                       if n.name in nodes or n.has_role("controller"))})
+    """Certify the held nodes (a partial run: with the controller, measured against a few compute nodes in service,
+    certify.control.peers), Slurm jobs inside the hold reservation: those that pass are released into service, those
+    that fail stay held and drained with their failed check ids as the reason (a node that failed before is resumed
+    inside the reservation first, so certify can run there again)."""
     runner = slurm_admin.controller_runner(cluster)
     slurm_admin.resume_drained(runner, nodes, CERTIFY_REASON, progress)
     progress(f"certifying {hostlist.compress(nodes)} before they take user jobs")
-    options = CertifyOptions(level=options.level, reservation=slurm_admin.HOLD_RESERVATION, drain_failed=True)
-    record = run_certify(spec, subset, options, progress)
+    options = CertifyOptions(level=options.level, reservation=slurm_admin.HOLD_RESERVATION, drain_failed=True,
+                             nodes=tuple(nodes))
+    record = run_certify(spec, cluster, options, progress)
     failed = set(record.failed_nodes)
     passed = [n for n in nodes if n not in failed] if record.ok or failed else []  # a cluster-wide failure: none
     release(ClusterState.for_spec(spec), cluster, passed, progress)

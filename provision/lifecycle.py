@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from provision import change, clusters, converge, hardware, inventory, rolling, slurm_admin
+from provision import binding, change, clusters, converge, hardware, hostlist, inventory, rolling, slurm_admin
 from provision.certify.control.run import CertifyOptions, CertifyRun, certify as run_certify
 from provision.deploy import engine
 from provision.deploy.events import OnUpdate, PlayProgress
@@ -35,9 +35,12 @@ from provision.providers import registry
 from provision.providers.base import Plan, Provider, Teardown
 from provision.records import ClusterInfo, NodeInfo, Progress, silent
 from provision.remote import CommandResult, pick_node, run_on
+from provision.settings import applied, planned as planned_settings
 from provision.spec.model import ClusterSpec
 from provision.spec.topology import planned_nodes
 from provision.state import ClusterState
+from provision.status.gather import gather as gather_status
+from provision.status.records import ClusterStatus
 
 STAGES = ("nodes", "preflight", "inventory", "deploy", "certify")  # the order `up` runs them in
 ALWAYS = ("nodes", "inventory")  # run on every `up`: creating is idempotent, the inventory follows the nodes
@@ -54,12 +57,9 @@ def get_provider(spec: ClusterSpec) -> Provider:
 
 
 def planned_cluster(spec: ClusterSpec) -> ClusterInfo:
-    """The cluster as the spec describes it, before any node exists."""
-    state = ClusterState.for_spec(spec)
-    key = spec.ssh.key_path.expanduser() if spec.ssh.key_path else state.ssh_key_path
-    return ClusterInfo(name=spec.name, provider=spec.provider.type, nodes=tuple(planned_nodes(spec)),
-                       ssh_user=spec.provider.ssh_user(spec.ssh.user), ssh_key_path=key,
-                       known_hosts_path=state.known_hosts_path, sandbox=spec.provider.simulated)
+    """The cluster as the spec describes it, on what its provider chose and recorded (a sandbox's subnet), with no
+    live check."""
+    return get_provider(spec).planned()
 
 
 def current_cluster(spec: ClusterSpec) -> ClusterInfo:
@@ -74,32 +74,33 @@ def plan(spec: ClusterSpec) -> Plan:
 
 
 def plan_change(spec: ClusterSpec) -> change.ChangePlan:
-    """What `up` would change on the running cluster: nodes to add, remove or change, the cluster-wide lines that
-    follow, and on priced providers the hourly cost before and after; no side effects."""
-    provider, planned = get_provider(spec), planned_cluster(spec)
+    """What `up` would change on the running cluster: nodes to add, remove or change, the settings that change on
+    each node (and what that restarts), the unified diff of the cluster-wide files, and on priced providers the hourly
+    cost before and after; no side effects."""
+    provider = get_provider(spec)
     old = change.load_applied(provider.state)
-    twins = {node.name: node for node in old or []}  # by name: 20,000 nodes compared in one pass, not 20,000 each
-    new = tuple(_with_known_address(n, twins) for n in planned.nodes)
-    nodes = change.unfinished(change.diff_nodes(old, list(new)), provider.state.stage_nodes("deploy"),
-                              converge.held(provider.state, planned))
-    result = change.ChangePlan(running=old is not None, nodes=nodes, hourly_after=provider.hourly_cost(list(new)))
+    recorded = applied.load(provider.state) if old is not None else None
+    planned = planned_settings.planned_cluster(provider.planned(), old, recorded)
+    nodes = change.diff_nodes(old, list(planned.nodes))
+    result = change.ChangePlan(running=old is not None, hourly_after=provider.hourly_cost(list(planned.nodes)))
     if old is not None:
+        compared = planned_settings.compare(spec, planned, recorded)
+        result.settings = compared.changes
+        result.settings_recorded = recorded is not None or provider.state.stage_nodes("deploy") is None
+        nodes = change.with_settings(nodes, compared.changes)
         before = planned.model_copy(update={"nodes": tuple(old)})
-        result.files = change.diff_files(before, planned.model_copy(update={"nodes": new}),
-                                         hardware.load(provider.state))
+        result.files = change.diff_files(before, planned, hardware.load(provider.state),
+                                         (recorded or compared.now).common, compared.now.common)
         result.hourly_before = provider.hourly_cost(old)
+    result.nodes = change.unfinished(nodes, provider.state.stage_nodes("deploy"),
+                                     converge.held(provider.state, planned))
     return result
 
 
-def _with_known_address(node: NodeInfo, old: dict[str, NodeInfo]) -> NodeInfo:
-    """A planned node with the address its running twin has, where the provider assigns addresses itself."""
-    twin = old.get(node.name)
-    return node.model_copy(update={"address": twin.address}) if twin and node.address is None else node
-
-
-def status(spec: ClusterSpec) -> ClusterInfo:
-    """The cluster's nodes and their live state."""
-    return current_cluster(spec)
+def status(spec: ClusterSpec) -> ClusterStatus:
+    """The cluster now, per node: provider state and address, Slurm state and reason (one query to slurmctld), the
+    health program's last pass, the last certify verdict, what it runs (provision.status)."""
+    return gather_status(current_cluster(spec), ClusterState.for_spec(spec).reports_dir, spec.health.enabled)
 
 
 def write_inventory(spec: ClusterSpec, out_dir: Path) -> list[Path]:
@@ -126,9 +127,13 @@ def preflight(spec: ClusterSpec, cluster: ClusterInfo | None = None, accept_new_
 
 
 def deploy(spec: ClusterSpec, options: engine.DeployOptions = engine.DeployOptions(),
-           on_update: OnUpdate | None = None) -> DeployResult:
-    """Run the roles on the cluster as it is now (the inventory rendered first); failed hosts are in the result."""
-    return engine.deploy(spec, current_cluster(spec), options, on_update)
+           on_update: OnUpdate | None = None, *, source: Path | None = None) -> DeployResult:
+    """Run the roles on the cluster as it is now (the inventory rendered first); failed hosts are in the result.
+    `source`: the spec file, kept as the cluster's spec copy and bound file unless this is a --check."""
+    result = engine.deploy(spec, current_cluster(spec), options, on_update)
+    if source is not None and not options.check:
+        clusters.remember_spec(spec, source)
+    return result
 
 
 def certify(spec: ClusterSpec, options: CertifyOptions = CertifyOptions(), progress: Progress = silent) -> CertifyRun:
@@ -137,9 +142,12 @@ def certify(spec: ClusterSpec, options: CertifyOptions = CertifyOptions(), progr
 
 
 def deploy_rolling(spec: ClusterSpec, options: rolling.RollOptions, on_update: OnUpdate | None = None,
-                   progress: Progress = silent) -> rolling.RollResult:
-    """Apply the roles to the running cluster a batch at a time (provision.rolling)."""
-    return rolling.roll(spec, current_cluster(spec), options, on_update, progress)
+                   progress: Progress = silent, *, source: Path | None = None) -> rolling.RollResult:
+    """Apply the roles to the running cluster a batch at a time (provision.rolling); `source` as for deploy()."""
+    result = rolling.roll(spec, current_cluster(spec), options, on_update, progress)
+    if source is not None:
+        clusters.remember_spec(spec, source)
+    return result
 
 
 def certify_release(spec: ClusterSpec, options: CertifyOptions = CertifyOptions(),
@@ -155,7 +163,7 @@ def down(spec: ClusterSpec, progress: Progress = silent, *, orphans: bool = Fals
     with cluster_lock(provider.state, "down", progress):
         teardown = provider.destroy(progress, orphans=orphans)
         if provider.state.exists():
-            for document in ("stages", change.APPLIED, converge.HELD):
+            for document in ("stages", change.APPLIED, converge.HELD, applied.DOCUMENT):
                 provider.state.remove(document)
     return teardown
 
@@ -168,6 +176,10 @@ class UpView:
 
     def line(self, text: str) -> None:
         """One status line."""
+
+    def notice(self, text: str) -> None:
+        """A line the user must see even when status lines are off (a spec file other than the bound one)."""
+        self.line(text)
 
     def stage_started(self, stage: str) -> None:
         """A stage begins (a later stage only when it is not skipped)."""
@@ -188,6 +200,7 @@ class UpOptions:
     drain_timeout_s: float = slurm_admin.DEFAULT_DRAIN_TIMEOUT_S  # how long nodes to remove may finish their jobs
     force: bool = False  # cancel the jobs still running on nodes to remove at the drain timeout
     source: Path | None = None  # the spec file: a copy is kept in the state, so the cluster's name finds it
+    rebind: bool = False  # apply `source` though the cluster was last applied from another file (provision.binding)
 
 
 @dataclass
@@ -261,16 +274,16 @@ def _deploy(run: _Run) -> DeployResult:
 
 
 def _certify(run: _Run) -> CertifyRun:
-    """Certify at the spec's level (quick by default): the held nodes, inside their reservation, when nodes joined a
-    certified cluster (passing ones are released into service), else the whole cluster."""
+    """Certify at the spec's level (quick by default): nodes that joined a deployed cluster first, inside their hold
+    reservation (passing ones are released into service); then the whole cluster if it was never certified (a first
+    `up`, or one run with --skip-certify: held nodes in maintenance would fail a whole-cluster run)."""
     options = CertifyOptions(level=run.spec.certify.level)
     held = converge.held(run.state, run.cluster)
-    if held and run.state.stage_nodes("certify") is not None:
-        return converge.certify_held(run.spec, run.cluster, held, options, run.view.line)
-    record = run_certify(run.spec, run.cluster, options, run.view.line)
-    if held and record.ok:
-        converge.release(run.state, run.cluster, held, run.view.line)
-    return record
+    if held:
+        record = converge.certify_held(run.spec, run.cluster, held, options, run.view.line)
+        if not record.ok or run.state.stage_nodes("certify") is not None:
+            return record
+    return run_certify(run.spec, run.cluster, options, run.view.line)
 
 
 STAGE_CALLS = {"nodes": _nodes, "preflight": _preflight, "inventory": _inventory, "deploy": _deploy,
@@ -295,20 +308,38 @@ def failure(stage: str, record: object) -> ProvisionError | None:
 
 def up(spec: ClusterSpec, options: UpOptions = UpOptions(), view: UpView | None = None) -> UpResult:
     """Bring the cluster up under its lock, stage by stage, or converge a running one on a changed spec; a stage
-    finished before for exactly the spec's nodes is not redone unless asked."""
+    finished before for exactly the spec's nodes is not redone unless asked, and the deploy runs again whenever the
+    settings it would apply differ from what the last one applied."""
     _refuse_unknown_stages(options.redo)
     provider, view = get_provider(spec), view or UpView()
     with cluster_lock(provider.state, "up", view.line):
         before = change.load_applied(provider.state)
         planned = [n.name for n in planned_nodes(spec)]
+        if options.source is not None:
+            binding.enforce(spec, options.source, "up", options.rebind, view.notice)
         _refuse_impossible_change(before, spec)
         for stage in options.redo if provider.state.exists() else ():
             provider.state.mark_stage(stage, done=False)
-        skipped = [s for s in STAGES if s not in ALWAYS and (s in options.skip or _covered(provider.state, s, planned))]
+        why = _why_deploy(provider, spec, planned)
+        skipped = [s for s in STAGES if s not in ALWAYS and (s in options.skip or _covered(provider.state, s, planned)
+                                                              and not (s == "deploy" and why))]
+        if why and "deploy" not in skipped:
+            view.line(f"deploy: {why}")
         run = _Run(spec, provider, view, todo=tuple(s for s in STAGES if s not in skipped), options=options,
                    before=before)
         outcomes = {stage: _stage(run, stage) for stage in run.todo}
         return UpResult(run.cluster, ran=list(outcomes), skipped=skipped, outcomes=outcomes)
+
+
+def _why_deploy(provider: Provider, spec: ClusterSpec, planned: list[str]) -> str | None:
+    """Why a deployed cluster deploys again: nodes join or leave, or settings change (None: nothing to apply)."""
+    deployed = provider.state.stage_nodes("deploy")
+    if deployed is None:
+        return None
+    joining, leaving = [n for n in planned if n not in deployed], sorted(deployed - set(planned))
+    moves = [f"{hostlist.compress(names)} {verb}" for names, verb in ((joining, "join"), (leaving, "leave")) if names]
+    settings = planned_settings.pending(spec, provider.state, provider.planned)
+    return "; ".join(moves + ([settings] if settings else [])) or None
 
 
 def _covered(state: ClusterState, stage: str, planned: list[str]) -> bool:

@@ -1,10 +1,12 @@
 """Run a command on cluster nodes over SSH with the cluster's key and known_hosts (host keys verified).
 
-One node or many: `select_nodes` turns --node selectors (a hostlist expression or a group name) into nodes,
-`run_across` runs one command on them in parallel, `fold` groups nodes whose outcome is identical (like clush -b).
+One node or many: `select_nodes` turns --node selectors (a hostlist expression, a group name, or `all`) into
+nodes, `run_across` runs one command on them in parallel, `fold` groups nodes whose outcome is identical (like
+clush -b). A command runs for at most its timeout; then it is stopped on the node (adaptors.ssh.run_within).
 """
 from __future__ import annotations
 
+import difflib
 import shlex
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -12,21 +14,26 @@ from dataclasses import dataclass
 
 from provision import hostlist
 from provision.adaptors import ssh
-from provision.errors import ProvisionError, SpecError, UsageError
+from provision.errors import ConnectionFailure, ProvisionError, SpecError, UsageError
 from provision.records import ClusterInfo, NodeInfo
 
 MAX_PARALLEL = 32
 UNREACHABLE_RC = 255  # what ssh itself exits with when it cannot run the command
+TIMED_OUT_RC = 124  # as timeout(1): the command ran past its time and was stopped
+DEFAULT_TIMEOUT_S = 300.0
+EVERY_NODE = "all"  # the --node selector for every node (a reserved name: no group or node is called so)
 
 
 @dataclass
 class CommandResult:
-    """Exit status and output of one remote command."""
+    """Exit status and output of one remote command; `error` says why it did not finish (unreachable node, timeout),
+    without the node's name."""
 
     node: str
     rc: int
     stdout: str
     stderr: str
+    error: str | None = None
 
 
 def pick_node(cluster: ClusterInfo, name: str | None) -> NodeInfo:
@@ -36,8 +43,14 @@ def pick_node(cluster: ClusterInfo, name: str | None) -> NodeInfo:
     try:
         return cluster.node(name)
     except KeyError:
-        names = ", ".join(n.name for n in cluster.nodes)
-        raise UsageError(f"--node: '{name}' is not a node of {cluster.name}", hint=f"use one of {names}") from None
+        raise UsageError(f"--node: '{name}' is not a node of {cluster.name}", hint=node_hint(cluster, name)) from None
+
+
+def node_hint(cluster: ClusterInfo, name: str) -> str:
+    """"did you mean compute01?" when a node's name is close, else the cluster's nodes as a hostlist."""
+    close = sorted(difflib.get_close_matches(name, [n.name for n in cluster.nodes], n=3, cutoff=0.6))
+    every = hostlist.compress(n.name for n in cluster.nodes)
+    return f"did you mean {' or '.join(close)}? (nodes: {every})" if close else f"use one of {every}"
 
 
 def ssh_target(cluster: ClusterInfo, node: NodeInfo) -> ssh.SshTarget:
@@ -54,10 +67,16 @@ def ssh_target(cluster: ClusterInfo, node: NodeInfo) -> ssh.SshTarget:
                          known_hosts_path=cluster.known_hosts_path, jump=jump)
 
 
-def run_on(cluster: ClusterInfo, node: NodeInfo, command: str, timeout: float = 300.0) -> CommandResult:
-    """Run one command on one node; raises ConnectionFailure if the node cannot be reached."""
-    with ssh.connect(ssh_target(cluster, node)) as client:
-        rc, out, err = ssh.run(client, command, timeout)
+def run_on(cluster: ClusterInfo, node: NodeInfo, command: str, timeout: float = DEFAULT_TIMEOUT_S) -> CommandResult:
+    """Run one command on one node for at most `timeout` seconds (then it is stopped there); raises
+    ConnectionFailure naming the node if it cannot be reached, ssh.CommandTimeout (one) if the command ran out of
+    time."""
+    try:
+        with ssh.connect(ssh_target(cluster, node)) as client:
+            rc, out, err = ssh.run_within(client, command, timeout)
+    except ConnectionFailure as exc:
+        exc.message = f"{node.name}: {exc.message}"  # the same error, its message naming the node
+        raise
     return CommandResult(node.name, rc, out, err)
 
 
@@ -72,6 +91,7 @@ class OutputBlock:
     rc: int
     stdout: str
     stderr: str
+    error: str | None = None
 
     @property
     def hostlist(self) -> str:
@@ -88,9 +108,12 @@ def command_line(argv: Sequence[str]) -> str:
 
 
 def select_nodes(cluster: ClusterInfo, selectors: Sequence[str]) -> list[NodeInfo]:
-    """The nodes that the selectors name, in cluster order; the controller when there are none."""
+    """The nodes that the selectors name, in cluster order; the controller when there are none, every node for
+    `all`."""
     if not selectors:
         return [cluster.controller]
+    if EVERY_NODE in selectors:
+        return list(cluster.nodes)
     wanted = {name for selector in selectors for name in _names(cluster, selector)}
     return [node for node in cluster.nodes if node.name in wanted]
 
@@ -112,30 +135,38 @@ def _names(cluster: ClusterInfo, selector: str) -> list[str]:
 def _choices(cluster: ClusterInfo) -> str:
     """The hint for a selector that names nothing."""
     groups = ", ".join(dict.fromkeys(node.group for node in cluster.nodes))
-    return f"give a hostlist such as {hostlist.compress(n.name for n in cluster.nodes)} or a group ({groups})"
+    return (f"give a hostlist such as {hostlist.compress(n.name for n in cluster.nodes)}, a group ({groups}) or "
+            f"{EVERY_NODE}")
 
 
 def run_across(cluster: ClusterInfo, nodes: Sequence[NodeInfo], command: str, runner: Runner | None = None,
-               max_parallel: int = MAX_PARALLEL) -> list[CommandResult]:
-    """Run one command on every node at once (at most `max_parallel` at a time); results in the nodes' order.
-    A node that cannot be reached gives exit status 255 and the reason on stderr instead of stopping the others."""
-    run = runner or run_on
+               max_parallel: int = MAX_PARALLEL, timeout: float = DEFAULT_TIMEOUT_S) -> list[CommandResult]:
+    """Run one command on every node at once (at most `max_parallel` at a time, each for at most `timeout` seconds);
+    results in the nodes' order. A node that cannot be reached gives exit status 255, a command stopped at its
+    timeout 124 (with what it wrote until then), each with the reason in `error`, instead of stopping the others."""
 
     def one(node: NodeInfo) -> CommandResult:
         try:
-            return run(cluster, node, command)
+            return runner(cluster, node, command) if runner else run_on(cluster, node, command, timeout)
+        except ssh.CommandTimeout as exc:
+            return CommandResult(node.name, TIMED_OUT_RC, exc.stdout, exc.stderr, _reason(exc, node))
         except ProvisionError as exc:
-            return CommandResult(node.name, UNREACHABLE_RC, "", f"{exc}\n")
+            return CommandResult(node.name, UNREACHABLE_RC, "", "", _reason(exc, node))
     with ThreadPoolExecutor(max_workers=max(1, min(max_parallel, len(nodes)))) as pool:
         return list(pool.map(one, nodes))
 
 
+def _reason(exc: ProvisionError, node: NodeInfo) -> str:
+    """An error's line without the node's name in front (the result names the node), so equal causes fold."""
+    return str(exc).removeprefix(f"{node.name}: ")
+
+
 def fold(results: Sequence[CommandResult]) -> list[OutputBlock]:
     """One block per distinct outcome, with every node that had it; blocks in the order their first node came."""
-    groups: dict[tuple[int, str, str], list[str]] = {}
+    groups: dict[tuple[int, str, str, str | None], list[str]] = {}
     for result in results:
-        groups.setdefault((result.rc, result.stdout, result.stderr), []).append(result.node)
-    return [OutputBlock(tuple(nodes), rc, out, err) for (rc, out, err), nodes in groups.items()]
+        groups.setdefault((result.rc, result.stdout, result.stderr, result.error), []).append(result.node)
+    return [OutputBlock(tuple(nodes), rc, out, err, error) for (rc, out, err, error), nodes in groups.items()]
 
 
 def worst_rc(results: Sequence[CommandResult]) -> int:

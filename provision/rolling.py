@@ -115,6 +115,8 @@ def roll(spec: ClusterSpec, cluster: ClusterInfo, options: RollOptions, on_updat
                 progress(f"batch {index} failed at {outcome.stage}: stopping; "
                          f"{hostlist.compress(result.untouched) or 'no node'} left as it was")
                 break
+        if result.ok:  # every node has what the inventory rendered at the start: the cluster's settings now
+            engine.record_settings(state, cluster)
     return result
 
 

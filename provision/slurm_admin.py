@@ -21,6 +21,7 @@ HOLD_RESERVATION = "gpu_provision_certify"  # the slurm role's slurm_hold_reserv
 REMOVE_REASON = "gpu-provision: removing from the cluster"
 DEFAULT_DRAIN_TIMEOUT_S = 600.0
 POLL_S = 2.0
+WAIT_REPORT_S = 10.0  # while jobs are waited for: a progress line at least this far apart (or when the jobs change)
 
 Runner = Callable[[str], CommandResult]  # runs one command on the controller
 
@@ -67,10 +68,13 @@ def drain_for_removal(run: Runner, names: Sequence[str], timeout_s: float = DEFA
 
 def wait_for_jobs(run: Runner, names: Sequence[str], timeout_s: float, force: bool, progress: Progress = silent,
                   sleep: Callable[[float], None] = time.sleep, unforced: str = "nothing was changed") -> None:
-    """Wait until no job runs on the nodes; at the timeout cancel them when forced, else DrainTimeout."""
+    """Wait until no job runs on the nodes; at the timeout cancel them when forced, else DrainTimeout. While it waits
+    it reports the jobs, the time waited and the timeout (when the jobs change, else every WAIT_REPORT_S)."""
     nodes = hostlist.compress(list(names))
-    deadline = time.monotonic() + timeout_s
-    while (jobs := jobs_on(run, names)) and time.monotonic() < deadline:
+    started = time.monotonic()
+    reported: tuple[list[str], float] | None = None
+    while (jobs := jobs_on(run, names)) and time.monotonic() < started + timeout_s:
+        reported = _report_wait(progress, jobs, nodes, started, timeout_s, reported)
         sleep(POLL_S)
     if not jobs:
         return
@@ -83,6 +87,17 @@ def wait_for_jobs(run: Runner, names: Sequence[str], timeout_s: float, force: bo
     end = time.monotonic() + 60.0
     while jobs_on(run, names) and time.monotonic() < end:
         sleep(POLL_S)
+
+
+def _report_wait(progress: Progress, jobs: list[str], nodes: str, started: float, timeout_s: float,
+                 last: tuple[list[str], float] | None) -> tuple[list[str], float]:
+    """`waiting for job(s) 41, 42 on compute[01-02]: 20 s of 600 s`, unless the same jobs were reported lately."""
+    now = time.monotonic()
+    if last is not None and last[0] == jobs and now - last[1] < WAIT_REPORT_S:
+        return last
+    progress(f"waiting for job(s) {', '.join(jobs)} on {nodes}: {now - started:.0f} s of {timeout_s:.0f} s "
+             "(--drain-timeout)")
+    return jobs, now
 
 
 def stop_slurmd(cluster: ClusterInfo, nodes: Sequence[NodeInfo], progress: Progress = silent) -> list[str]:
@@ -103,9 +118,12 @@ def stop_slurmd(cluster: ClusterInfo, nodes: Sequence[NodeInfo], progress: Progr
 def held_nodes(run: Runner) -> list[str]:
     """The nodes in the hold reservation now (empty when there is none)."""
     result = run(f"scontrol -o show reservation {HOLD_RESERVATION}")
-    if result.rc != 0:
-        return []
-    for field in result.stdout.split():
+    return reservation_nodes(result.stdout) if result.rc == 0 else []
+
+
+def reservation_nodes(text: str) -> list[str]:
+    """The nodes of a reservation as `scontrol -o show reservation` prints it (empty when it has none)."""
+    for field in text.split():
         if field.startswith("Nodes="):
             value = field.split("=", 1)[1]
             return hostlist.expand(value) if value and value != "(null)" else []

@@ -1,17 +1,37 @@
 """The one place paramiko connects: host-key checking on, the user's ssh config applied (ssh_config), commands
-run, one message per failure."""
+run, one message per failure.
+
+paramiko's transport thread logs a failed handshake with its traceback; with no logging set up, Python would print
+that on stderr (under `exec --json` too), so paramiko's log goes nowhere unless a caller sets up logging.
+"""
 from __future__ import annotations
 
 import errno
+import logging
 import socket
+import time
 from pathlib import Path
 
 import paramiko
 
 from provision.adaptors.ssh_config import SshTarget, resolve
 from provision.errors import ConnectionFailure
+from provision.limits import cut
 
-__all__ = ["SessionLost", "SshTarget", "connect", "run"]
+__all__ = ["CommandTimeout", "SessionLost", "SshTarget", "connect", "run", "run_within"]
+
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+PID_MARKER = "gpu-provision-pid:"  # the first line a command run by run_within writes on stderr (taken out again)
+STOP_GRACE_S = 5  # between SIGTERM and SIGKILL to a command stopped at its timeout
+
+
+class CommandTimeout(ConnectionFailure):
+    """A command ran past its time; it was stopped on the node (or could not be). What it wrote until then is kept."""
+
+    def __init__(self, message: str, *, hint: str, stdout: str = "", stderr: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.stdout = stdout
+        self.stderr = stderr
 
 
 class SessionLost(ConnectionFailure):
@@ -121,9 +141,17 @@ def _open(target: SshTarget, accept_new_host_keys: bool, timeout: float) -> para
                        timeout=timeout, banner_timeout=timeout, auth_timeout=timeout,
                        allow_agent=False, look_for_keys=False, sock=channel or _proxy(target))
     except BaseException as exc:
+        greeted = _greeted(client)
         client.close()
-        raise _translate(exc, target) from None
+        raise _translate(exc, target, greeted) from None
     return client
+
+
+def _greeted(client: paramiko.SSHClient) -> bool:
+    """Whether the server's SSH greeting came (paramiko gives up on a silent server without saying so: its wait for
+    the handshake ends at the timeout and the next step fails with 'No existing session')."""
+    transport = client.get_transport()
+    return transport is None or bool(getattr(transport, "remote_version", None))
 
 
 def _load_host_keys(client: paramiko.SSHClient, target: SshTarget) -> None:
@@ -135,8 +163,8 @@ def _load_host_keys(client: paramiko.SSHClient, target: SshTarget) -> None:
         client.load_host_keys(str(target.known_hosts_path))
 
 
-def _translate(exc: BaseException, target: SshTarget) -> ConnectionFailure:
-    """Map socket and paramiko exceptions to one message each."""
+def _translate(exc: BaseException, target: SshTarget, greeted: bool = True) -> ConnectionFailure:
+    """Map socket and paramiko exceptions to one message each; `greeted`: whether the server's SSH greeting came."""
     where = _where(target)
     if isinstance(exc, ConnectionFailure):
         return exc
@@ -158,6 +186,8 @@ def _translate(exc: BaseException, target: SshTarget) -> ConnectionFailure:
         return ConnectionFailure(f"{where}: host key changed (possible man-in-the-middle, or the node was reinstalled)",
                                  hint=f"if the change is expected: ssh-keygen -f {target.known_hosts_path} -R "
                                       f"{_known_name(target)}")
+    if isinstance(exc, paramiko.SSHException) and (not greeted or _during_banner(exc)):
+        return _banner_failure(exc, where)
     if isinstance(exc, paramiko.AuthenticationException):
         return ConnectionFailure(f"{where}: authentication failed for user {target.user}",
                                  hint=f"is the public key of {target.key_path} in the node's authorized_keys?")
@@ -166,7 +196,28 @@ def _translate(exc: BaseException, target: SshTarget) -> ConnectionFailure:
                                  hint="verify the node, then rerun with --accept-new-host-keys to record it")
     if isinstance(exc, OSError):
         return ConnectionFailure(f"{where}: {exc.strerror or exc}", hint="check the node's network")
-    return ConnectionFailure(f"{where}: SSH failed ({exc.__class__.__name__})", hint="rerun with --debug")
+    if isinstance(exc, EOFError):
+        return ConnectionFailure(f"{where}: the connection was closed during the SSH handshake",
+                                 hint="check the node's sshd (its journal) and that nothing else answers there")
+    cause = cut(" ".join(str(exc).split()), 200) or "no message"
+    return ConnectionFailure(f"{where}: SSH failed ({exc.__class__.__name__}: {cause})",
+                             hint="check the node's sshd (its journal) and the network on the way")
+
+
+def _during_banner(exc: BaseException) -> bool:
+    """Whether the handshake failed reading the server's SSH greeting (paramiko chains the socket's error)."""
+    return isinstance(exc.__context__, (socket.timeout, TimeoutError, EOFError, OSError))
+
+
+def _banner_failure(exc: paramiko.SSHException, where: str) -> ConnectionFailure:
+    """The TCP connection opened but no SSH greeting came: a hung node, or a port that is not sshd's."""
+    if isinstance(exc.__context__, EOFError):
+        return ConnectionFailure(f"{where}: closed the connection before its SSH greeting (sshd refused the session, "
+                                 "e.g. MaxStartups, or this port is not sshd's)",
+                                 hint="check the node's sshd (its journal) and the port")
+    return ConnectionFailure(f"{where}: accepted the connection but sent no SSH greeting in time (the node is hung, "
+                             "out of memory or overloaded, or sshd is stuck)",
+                             hint="check the node's console or load; restart it if it stays so")
 
 
 def run(client: paramiko.SSHClient, command: str, timeout: float = 60.0) -> tuple[int, str, str]:
@@ -187,3 +238,74 @@ def run(client: paramiko.SSHClient, command: str, timeout: float = 60.0) -> tupl
                                 hint="does the command wait for input or run longer? run it in the background "
                                      "on the node, or give it its input") from None
     return stdout.channel.recv_exit_status(), out, err
+
+
+def run_within(client: paramiko.SSHClient, command: str, timeout_s: float) -> tuple[int, str, str]:
+    """Run a command for at most `timeout_s` seconds in all and return (exit status, stdout, stderr); past that,
+    stop it on the node (SIGTERM to its process group, SIGKILL STOP_GRACE_S later) and raise CommandTimeout.
+
+    sshd starts the command in a session of its own, so the login shell's PID (written first on stderr) names the
+    process group of everything the command started."""
+    channel = client.get_transport().open_session()
+    try:
+        channel.exec_command(f"echo {PID_MARKER}$$ >&2; {command}")
+        out, err, finished = _collect(channel, time.monotonic() + timeout_s)
+        pid, err = _take_pid(err.decode(errors="replace"))
+        if finished:
+            return channel.recv_exit_status(), out.decode(errors="replace"), err
+    finally:
+        channel.close()
+    stopped = pid is not None and _stop(client, pid)
+    shown = command if len(command) <= 80 else command[:77] + "..."
+    what = ("stopped it there (SIGTERM to its processes, then SIGKILL)" if stopped
+            else "could not stop it: it may still run there")
+    raise CommandTimeout(f"{shown!r} still ran after {timeout_s:.0f} s; {what}",
+                         hint="allow it more time (exec --timeout), or run it in the background on the node",
+                         stdout=out.decode(errors="replace"), stderr=err)
+
+
+def _collect(channel: paramiko.Channel, deadline: float) -> tuple[bytes, bytes, bool]:
+    """Read stdout and stderr until the command's end of output and exit status, or the deadline; (stdout,
+    stderr, finished)."""
+    out, err, pause = bytearray(), bytearray(), 0.01
+    while time.monotonic() < deadline:
+        read = _drain(channel, out, err)
+        if (channel.eof_received or channel.closed) and not read:
+            return bytes(out), bytes(err), channel.status_event.wait(max(1.0, deadline - time.monotonic()))
+        pause = 0.01 if read else min(pause * 2, 0.2)
+        time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+    _drain(channel, out, err)
+    return bytes(out), bytes(err), False
+
+
+def _drain(channel: paramiko.Channel, out: bytearray, err: bytearray) -> bool:
+    """Whatever output has arrived, appended; whether there was any."""
+    read = False
+    while channel.recv_ready():
+        out += channel.recv(65536)
+        read = True
+    while channel.recv_stderr_ready():
+        err += channel.recv_stderr(65536)
+        read = True
+    return read
+
+
+def _take_pid(stderr: str) -> tuple[int | None, str]:
+    """The shell's PID from the first line of stderr, and stderr without that line."""
+    first, newline, rest = stderr.partition("\n")
+    if first.startswith(PID_MARKER) and first[len(PID_MARKER):].isdigit():
+        return int(first[len(PID_MARKER):]), rest
+    return None, stderr
+
+
+def _stop(client: paramiko.SSHClient, pid: int) -> bool:
+    """SIGTERM to the process group, SIGKILL if it is still there STOP_GRACE_S later; whether it is gone."""
+    group = f"-{pid}"  # a negative PID names the process group (no `--`: dash's kill does not take it)
+    script = (f"kill -TERM {group} 2>/dev/null; for i in $(seq {STOP_GRACE_S}); do "
+              f"kill -0 {group} 2>/dev/null || exit 0; sleep 1; done; kill -KILL {group} 2>/dev/null; "
+              f"sleep 0.2; ! kill -0 {group} 2>/dev/null")
+    try:
+        rc, _, _ = run(client, script, timeout=STOP_GRACE_S + 15)
+    except (ConnectionFailure, paramiko.SSHException, OSError, EOFError):
+        return False
+    return rc == 0

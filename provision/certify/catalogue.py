@@ -133,6 +133,9 @@ ENTRIES: tuple[Check, ...] = (
     _node("mpi.start", "ranks", "MPI starts on the node through srun --mpi=pmix", "2 ranks a node, correct sums"),
     Check("mpi.allreduce", "cluster", "s", "an 8-byte and an 8 MiB allreduce across every compute node",
           "every element correct"),
+    _node("mpi.peers", "peers", "a partial run: MPI runs across the certified nodes and up to 3 peers in service (one "
+          "rank a node); when it fails, the node is judged by its runs with each peer", "runs with more than half of "
+          "the peers"),
     _node("config.files", None, "slurm.conf, gres.conf, cgroup.conf, mpi.conf, the munge key, /etc/hosts block match",
           f"{CONTROLLER}: identical SHA-256"),
     _node("config.packages", None, "the stack's package versions match the node's group", "same as the group"),

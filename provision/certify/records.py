@@ -1,8 +1,9 @@
-"""Typed records of a certification on the control side: the network matrix, a node's and the cluster's result."""
+"""Typed records of a certification on the control side: the network matrix, a node's and the cluster's result, and
+what the run covered (its scope)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from provision.certify.probe.records import VERDICTS, CheckResult, Verdict, worst
 
@@ -67,6 +68,49 @@ class NodeResult:
                 "checks": [c.to_dict() for c in self.checks]}
 
 
+def names(nodes: tuple[str, ...] | list[str], shown: int = 8) -> str:
+    """Node names for a line of text: the first `shown`, then how many more."""
+    listed = ", ".join(nodes[:shown])
+    return listed + (f" and {len(nodes) - shown} more" if len(nodes) > shown else "")
+
+
+@dataclass(frozen=True)
+class RunScope:
+    """What a run certified: the whole cluster ("full"), or some nodes ("partial": a grow, a release, a rolling
+    batch) measured against a few peers already in service. Peers take part in the measurements (network pairs, the
+    MPI job, package versions) but are not judged: the report has no verdict about them."""
+
+    kind: Literal["full", "partial"] = "full"
+    nodes: tuple[str, ...] = ()  # the compute nodes certified (partial runs; empty for a full run)
+    peers: tuple[str, ...] = ()  # in-service compute nodes they were measured against
+    note: str = ""  # how the peers were chosen, or why there are fewer than asked
+
+    @property
+    def partial(self) -> bool:
+        """Only some nodes were certified: the run is not the cluster's verdict."""
+        return self.kind == "partial"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
+        return {"kind": self.kind, "nodes": list(self.nodes), "peers": list(self.peers), "note": self.note}
+
+    def headline(self) -> str:
+        """One line for the reports: "partial: 1 node (compute05) against peers compute01, compute02"."""
+        if not self.partial:
+            return "full: every node"
+        count = f"{len(self.nodes)} node{'' if len(self.nodes) == 1 else 's'}"
+        against = f"peers {names(self.peers)}" if self.peers else "no peer"
+        return f"partial: {count} ({names(self.nodes)}) against {against}"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> RunScope:
+        """Rebuild from `to_dict` output; a report without a scope (schema before 1.3) was a full run."""
+        if not isinstance(data, dict) or data.get("kind") != "partial":
+            return cls()
+        return cls("partial", tuple(str(n) for n in data.get("nodes") or ()),
+                   tuple(str(n) for n in data.get("peers") or ()), str(data.get("note") or ""))
+
+
 @dataclass(frozen=True)
 class ClusterReport:
     """The whole certification: per-node results, cluster-wide checks, the network matrix, the verdict."""
@@ -80,6 +124,7 @@ class ClusterReport:
     network: NetMatrix | None = None
     tool_version: str | None = None  # gpu-provision's version that ran the certification
     spec_digest: str | None = None  # "sha256:<hex>" of the spec certified against (provision.spec.digest)
+    scope: RunScope = RunScope()  # full, or partial: which nodes were certified against which peers
 
     @property
     def verdict(self) -> Verdict:

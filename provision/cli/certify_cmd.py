@@ -18,9 +18,13 @@ def certify(
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Certify the running cluster (GPU, NCCL, network, Slurm, filesystem); exit 1 if a check fails."""
+    """Certify the running cluster (GPU, NCCL, network, Slurm, filesystem); exit 1 if a check fails.
+
+    It first says what the level adds on this cluster, and what of that is skipped here and why (standard on a
+    cluster without GPU nodes: the GPU benchmarks and NCCL)."""
     # The library is imported when the command runs, not when the CLI starts (tests/unit/cli/test_startup.py).
     from provision import lifecycle
+    from provision.certify import levels
     from provision.certify.control.run import CertifyOptions
     from provision.certify.report import json_report
     from provision.cli.certify_view import render
@@ -28,14 +32,17 @@ def certify(
 
     options = CertifyOptions(level=level, drain_failed=drain_failed)
     progress = progress_printer(quiet or json_out)
+    loaded = load_spec(spec)
+    for note in levels.explain(options.level, loaded):
+        progress(note.line())
     if release:
-        run = lifecycle.certify_release(load_spec(spec), options, progress)
+        run = lifecycle.certify_release(loaded, options, progress)
         if run is None:
             if json_out:
                 print_json({"held": [], "verdict": None})
             raise typer.Exit(0)
     else:
-        run = lifecycle.certify(load_spec(spec), options, progress)
+        run = lifecycle.certify(loaded, options, progress)
     if json_out:
         print_json(json_report.to_document(run.report))
     else:

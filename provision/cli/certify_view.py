@@ -19,8 +19,9 @@ def _verdict(verdict: str) -> Text:
 def render(run: CertifyRun, console: Console = out) -> None:
     """Per node: verdict, counts, the checks that failed or warned; then cluster-wide problems and paths."""
     report = run.report
+    scope = f"\n{report.scope.headline()} (not the cluster's verdict)" if report.scope.partial else ""
     table = Table("node", "verdict", "checks", "failed / warned", title=f"certify {report.level}: {report.cluster} "
-                                                                         f"({run.seconds:.1f} s)")
+                                                                         f"({run.seconds:.1f} s){scope}")
     for node in report.nodes:
         notes = "; ".join(f"{c.check}{f' [{c.subject}]' if c.subject else ''}: {c.detail or c.value}"
                           for c in node.checks if c.verdict in ("fail", "warn"))

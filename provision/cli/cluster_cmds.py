@@ -8,8 +8,8 @@ from rich.table import Table
 from rich.text import Text
 
 from provision import clusters
-from provision.cli.options import (DRAIN_TIMEOUT_S, DrainTimeoutOpt, ForceOpt, JsonOpt, OrphansOpt, QuietOpt, RedoOpt,
-                                   SkipCertifyOpt, SkipPreflightOpt, SpecArg)
+from provision.cli.options import (DRAIN_TIMEOUT_S, DrainTimeoutOpt, ForceOpt, JsonOpt, OrphansOpt, QuietOpt,
+                                   RebindOpt, RedoOpt, SkipCertifyOpt, SkipPreflightOpt, SpecArg)
 from provision.cli.output import err, out, print_json, progress_printer
 from provision.errors import EXIT_CHANGES, EXIT_FAILED
 
@@ -19,7 +19,8 @@ from provision.errors import EXIT_CHANGES, EXIT_FAILED
 
 def plan(spec: SpecArg, json_out: JsonOpt = False) -> None:
     """Show what `up` would create and its hourly cost or, on a running cluster, the nodes it would add, remove or
-    change and the cluster-wide lines that follow; changes nothing. Exit 4 when a running cluster would change."""
+    change, each setting that changes (before, after, the nodes it reaches, the daemons it restarts) and the diff of
+    the cluster-wide files; changes nothing. Exit 4 when a running cluster would change."""
     from provision import lifecycle
     from provision.cli import plan_view  # ClusterShell: loaded by the commands that fold hostlists
     from provision.spec.loader import load_spec
@@ -39,43 +40,47 @@ def plan(spec: SpecArg, json_out: JsonOpt = False) -> None:
 
 def list_(json_out: JsonOpt = False) -> None:
     """The clusters brought up on this machine (under the state root): provider, nodes, last certify verdict; each can
-    be named instead of its spec file (`provision status NAME`)."""
+    be named instead of its spec file (`provision status NAME`). Clusters taken down are named on one line after
+    the table (--json: every cluster, with its state): their spec copies and reports are kept, so `provision up
+    NAME` brings one back."""
     found = clusters.known()
     if json_out:
         print_json({"clusters": [c.as_dict() for c in found]})
         return
     table = Table("cluster", "provider", "nodes", "last certify", "spec copy", title="clusters")
     for item in found:
-        table.add_row(item.name, item.provider, str(item.nodes), item.certified, item.spec)
+        if item.state == clusters.UP:
+            table.add_row(item.name, item.provider, str(item.nodes), item.certified, item.spec)
     out.print(table)
+    down = [item.name for item in found if item.state == clusters.DOWN]
+    if down:
+        out.print(f"taken down: {', '.join(down)} (spec copy and reports kept; `provision up NAME` brings one back)")
 
 
 def status(spec: SpecArg, json_out: JsonOpt = False) -> None:
-    """List the cluster's nodes with address and state, and what each running node runs (OS, Slurm version)."""
-    from provision import lifecycle, node_software
-    from provision.spec.loader import load_spec
-
-    cluster = lifecycle.status(load_spec(spec))
-    software = node_software.read(cluster)
-    if json_out:
-        print_json({**cluster.model_dump(mode="json"), "software": {k: asdict(v) for k, v in software.items()}})
-        return
-    table = Table("node", "group", "roles", "address", "state", "os", "slurm",
-                  title=f"{cluster.name} ({cluster.provider})")
-    for node in cluster.nodes:
-        found = software.get(node.name)
-        os_text = (found.error and f"unreadable: {found.error}") or found.os if found else None
-        table.add_row(node.name, node.group, ",".join(node.roles), node.address or "-", node.state, os_text or "-",
-                      (found.slurm if found else None) or "-")
-    out.print(table)
-
-
-def down(spec: SpecArg, orphans: OrphansOpt = False, quiet: QuietOpt = False, json_out: JsonOpt = False) -> None:
-    """Remove everything the cluster's provider created, then prove nothing is left."""
+    """Show every node's state: provider state and address, Slurm state and reason (who drained it, when; held
+    nodes), the health program's last verdict, the last certify verdict, and what it runs. When slurmctld does not
+    answer it says so and still shows the provider's states."""
     from provision import lifecycle
+    from provision.cli import status_view  # ClusterShell: loaded by the commands that fold hostlists
     from provision.spec.loader import load_spec
 
-    teardown = lifecycle.down(load_spec(spec), progress_printer(quiet or json_out), orphans=orphans)
+    found = lifecycle.status(load_spec(spec))
+    if json_out:
+        print_json(found.to_dict())
+    else:
+        status_view.print_status(found)
+
+
+def down(spec: SpecArg, orphans: OrphansOpt = False, rebind: RebindOpt = False, quiet: QuietOpt = False,
+         json_out: JsonOpt = False) -> None:
+    """Remove everything the cluster's provider created, then prove nothing is left."""
+    from provision import binding, lifecycle
+    from provision.spec.loader import load_spec
+
+    loaded = load_spec(spec)
+    binding.enforce(loaded, spec, "down", rebind, err.print)
+    teardown = lifecycle.down(loaded, progress_printer(quiet or json_out), orphans=orphans)
     if json_out:
         print_json(asdict(teardown))
     else:
@@ -96,18 +101,20 @@ def up(
     skip_certify: SkipCertifyOpt = False,
     drain_timeout: DrainTimeoutOpt = DRAIN_TIMEOUT_S,
     force: ForceOpt = False,
+    rebind: RebindOpt = False,
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Create the nodes, preflight them, render the inventory, deploy and certify (resumable); on a running cluster
-    whose spec changed: add the new nodes (held until certify passes), drain and remove the ones it no longer names."""
+    whose spec changed: add the new nodes (held until certify passes), drain and remove the ones it no longer names,
+    and deploy again when any setting differs from what the last deploy applied."""
     from provision import lifecycle
     from provision.cli.up_view import TerminalUpView
     from provision.spec.loader import load_spec
 
     skip = tuple(s for s, off in (("preflight", skip_preflight), ("certify", skip_certify)) if off)
     options = lifecycle.UpOptions(redo=tuple(redo), skip=skip, drain_timeout_s=drain_timeout, force=force,
-                                  source=spec)
+                                  source=spec, rebind=rebind)
     result = lifecycle.up(load_spec(spec), options, TerminalUpView(quiet, json_out))
     if json_out:
         print_json({"cluster": result.cluster.model_dump(mode="json"), "ran": result.ran, "skipped": result.skipped})

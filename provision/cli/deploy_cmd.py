@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import typer
 
-from provision.cli.options import (DRAIN_TIMEOUT_S, CheckOpt, DrainTimeoutOpt, ForceOpt, JsonOpt, KeepRunsOpt, LimitOpt,
-                                   QuietOpt, RetryOpt, RollingOpt, SpecArg, TagsOpt)
+from provision.cli.options import (DRAIN_TIMEOUT_S, KEEP_RUNS, CheckOpt, DrainTimeoutOpt, ForceOpt, JsonOpt, KeepRunsOpt,
+                                   LimitOpt, QuietOpt, RebindOpt, RetryOpt, RollingOpt, SpecArg, TagsOpt)
 from provision.cli.output import print_json
-from provision.deploy.records import KEEP_RUNS, DeployOptions
-from provision.errors import EXIT_CHANGES, EXIT_FAILED
+from provision.errors import EXIT_FAILED
 
 
 def deploy(
@@ -20,49 +19,63 @@ def deploy(
     rolling: RollingOpt = None,
     drain_timeout: DrainTimeoutOpt = DRAIN_TIMEOUT_S,
     force: ForceOpt = False,
+    rebind: RebindOpt = False,
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Install and configure the cluster's software with Ansible; exit 1 if any host fails.
 
-    With --check nothing changes: it lists per host the tasks a real run would change and exits 4 when there
-    are any (the cluster drifted from the spec), 0 when there are none.
+    With --check nothing changes: it lists per host the tasks a real run would change, shows the unified diff of
+    each file they would write (a diff many hosts share once, with their hostlist; never a no_log task's), and
+    exits 4 when there are any (the cluster drifted from the spec), 0 when there are none.
 
     With --rolling N (or N%) a running cluster changes a batch of compute nodes at a time: held out of service, its
     jobs waited for (--drain-timeout, --force), the roles applied, certified, released; the roll stops at the first
     batch that fails, which stays held with the reason, and the batches after it are not touched."""
     if rolling is not None:
-        _rolling(spec, rolling, drain_timeout, force, keep_runs, quiet, json_out)
+        _rolling(spec, rolling, drain_timeout, force, keep_runs, quiet, json_out, rebind)
         return
     # The library is imported when the command runs, not when the CLI starts (tests/unit/cli/test_startup.py).
     from provision import lifecycle
     from provision.cli.deploy_view import DeployWatch, recap
-    from provision.spec.loader import load_spec
+    from provision.deploy.records import DeployOptions
 
     options = DeployOptions(tags=tags, limit=limit, check=check, retry_failed=retry_failed, keep_runs=keep_runs)
+    loaded = _bound(spec, rebind, check)
     with DeployWatch(quiet, json_out) as watch:
-        result = lifecycle.deploy(load_spec(spec), options, watch.update)
+        result = lifecycle.deploy(loaded, options, watch.update, source=spec)
     if json_out:
         print_json(result.as_dict())
     else:
         recap(result)
-    if not result.ok:
-        raise typer.Exit(EXIT_FAILED)
-    if result.check_mode and result.changed_hosts:
-        raise typer.Exit(EXIT_CHANGES)
+    raise typer.Exit(result.exit_code)
 
 
-def _rolling(spec, batch: str, drain_timeout: float, force: bool, keep_runs: int, quiet: bool, json_out: bool) -> None:
+def _bound(spec, rebind: bool, check: bool = False):
+    """The spec, after the binding check: a file other than the one the cluster was last applied from is named on
+    stderr with its difference, and refused without --rebind unless this is a --check (provision.binding)."""
+    from provision import binding
+    from provision.cli.output import err
+    from provision.spec.loader import load_spec
+
+    loaded = load_spec(spec)
+    if not check:
+        binding.enforce(loaded, spec, "deploy", rebind, err.print)
+    return loaded
+
+
+def _rolling(spec, batch: str, drain_timeout: float, force: bool, keep_runs: int, quiet: bool, json_out: bool,
+             rebind: bool = False) -> None:
     """deploy --rolling: the batches, then one line per batch."""
     from provision import lifecycle
     from provision.cli.deploy_view import DeployWatch
-    from provision.cli.output import out, progress_printer
+    from provision.cli.output import out
     from provision.rolling import RollOptions
-    from provision.spec.loader import load_spec
 
     options = RollOptions(batch=batch, drain_timeout_s=drain_timeout, force=force, keep_runs=keep_runs)
+    loaded = _bound(spec, rebind)
     with DeployWatch(quiet, json_out) as watch:
-        result = lifecycle.deploy_rolling(load_spec(spec), options, watch.update, progress_printer(quiet or json_out))
+        result = lifecycle.deploy_rolling(loaded, options, watch.update, watch.line, source=spec)
     if json_out:
         print_json(result.as_dict())
     else:

@@ -1,22 +1,27 @@
 """Rich rendering of a deploy: a live per-stage view (hosts done / running / failed, elapsed time, the task running
-now), one line per host and stage without a terminal, and the final recap table."""
+now, what a rolling deploy waits for) ending with a per-stage summary, one line per host and stage without a
+terminal, and the final recap table with, in check mode, the diff of each file."""
 from __future__ import annotations
 
+import re
 import time
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
+from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
+from provision import hostlist
 from provision.cli.output import err, out
-from provision.deploy.progress import HostFinished, PlayProgress, StageProgress
+from provision.deploy.diffs import DiffBlock
+from provision.deploy.progress import FAILED_STATES, HostFinished, PlayProgress, StageProgress
 from provision.deploy.records import DeployResult
 
 _COLOURS = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "magenta", "done": "green"}
 SHOWN_STAGES = 8  # the live view shows the newest stages; the log has them all
 _SHOWN_HOSTS = 64  # host states on the live view's last line
-_FIXED_WIDTH = 7 + 6 * 2 + len("donerunningfailedelapsed") + 1  # borders, padding and the count columns
+_DIGITS = re.compile(r"[0-9]+")
 
 
 class _Snapshot:
@@ -30,15 +35,14 @@ class _Snapshot:
         self.hosts = sorted(progress.host_state.items())
 
     def __rich_console__(self, console: Console, options):
-        """The table fitted to the terminal's width (stage and task names cut with an ellipsis), then the hosts."""
+        """The table as wide as the terminal, stage and task names wrapped (never cut), then the hosts."""
         now = time.time()
         title = f"deploy ({self.earlier} earlier stages not shown)" if self.earlier else "deploy"
-        table = Table(title=title, title_justify="left")
-        names = max(16, options.max_width - _FIXED_WIDTH)  # what the stage and the task share
-        table.add_column("stage", no_wrap=True, overflow="ellipsis", width=min(36, names // 2))
+        table = Table(title=title, title_justify="left", expand=True)
+        table.add_column("stage", overflow="fold", ratio=1)
         for name in ("done", "running", "failed", "elapsed"):
             table.add_column(name, justify="right", no_wrap=True)
-        table.add_column("task", no_wrap=True, overflow="ellipsis", width=names - min(36, names // 2))
+        table.add_column("task", overflow="fold", ratio=1)
         for name, done, running, failed, started, ended, task in self.rows:
             elapsed = (ended if ended is not None else now) - started
             table.add_row(name, str(done), str(running), Text(str(failed), style="red" if failed else ""),
@@ -55,12 +59,19 @@ class _Snapshot:
 class DeployWatch:
     """The engine's on_update callback as the terminal shows it: a live view on a terminal, one line per host and
     stage otherwise (CI logs), nothing for --json. start() and stop() bracket the run (or use it as a context
-    manager)."""
+    manager); on a terminal, stop() leaves a summary per stage of every run watched (a rolling deploy runs one per
+    batch). `line` is a Progress callback for what happens between runs (a rolling deploy's holds and waits): on a
+    terminal the newest line stays under the table, with a spinner, while the next one is awaited."""
 
-    def __init__(self, quiet: bool, json_out: bool) -> None:
-        live = not quiet and not json_out and err.is_terminal
-        self._live = Live(console=err, refresh_per_second=4, transient=True) if live else None
-        self._log = StageLog() if not live and not json_out else None
+    def __init__(self, quiet: bool, json_out: bool, console: Console = err, live: bool | None = None) -> None:
+        live = (not quiet and not json_out and console.is_terminal) if live is None else live
+        self._console = console
+        self._live = Live(console=console, refresh_per_second=4, transient=True) if live else None
+        self._log = StageLog(console) if not live and not quiet and not json_out else None
+        self._quiet = quiet or json_out
+        self._runs: list[PlayProgress] = []  # every run watched, the current one last
+        self._note = ""
+        self._printed = ""  # the last line printed above the live view, digits taken out
 
     def start(self) -> None:
         if self._live:
@@ -69,6 +80,8 @@ class DeployWatch:
     def stop(self) -> None:
         if self._live:
             self._live.stop()
+            if self._runs:
+                self._console.print(stage_summary(self._runs))
 
     def __enter__(self) -> DeployWatch:
         self.start()
@@ -79,28 +92,53 @@ class DeployWatch:
 
     def update(self, progress: PlayProgress) -> None:
         """Redraw on every event (rich throttles the terminal writes), or print what finished since the last one."""
+        if not self._runs or self._runs[-1] is not progress:
+            self._runs.append(progress)
+            self._note = ""
+            if self._log:
+                self._log = StageLog(self._log.console)  # a new run: its stages are all new
         if self._live:
-            self._live.update(_Snapshot(progress))
+            self._live.update(self._view())
         elif self._log:
             self._log.print_new(progress)
+
+    def line(self, text: str) -> None:
+        """A status line: printed (above the live view, once per kind of news: a wait that only counts up is shown
+        under the table), and on a terminal kept under the table until the next run or line."""
+        if self._quiet:
+            return
+        kind = _DIGITS.sub("#", text)
+        if not self._live or kind != self._printed:
+            self._console.print(Text.assemble(("-", "dim"), " ", text))
+        self._printed = kind
+        if self._live:
+            self._note = text
+            self._live.update(self._view())
+
+    def _view(self) -> Group:
+        """The newest run's table, then the newest status line with a spinner."""
+        parts: list = [_Snapshot(self._runs[-1])] if self._runs else []
+        if self._note:
+            parts.append(Spinner("dots", text=Text(self._note)))
+        return Group(*parts)
 
 
 class StageLog:
     """For logs: a line when a host finishes a stage (done, or failed at a task), and one when a stage ends."""
 
     def __init__(self, console: Console = err) -> None:
-        self._console = console
+        self.console = console
         self._hosts_printed = 0
         self._stages_printed = 0
 
     def print_new(self, progress: PlayProgress) -> None:
         """Print the hosts that finished and the stages that ended since the last call."""
         for finished in progress.finished[self._hosts_printed:]:
-            self._console.print(host_line(finished))
+            self.console.print(host_line(finished))
         self._hosts_printed = len(progress.finished)
         ended = [s for s in progress.stages if s.ended is not None]
         for stage in ended[self._stages_printed:]:
-            self._console.print(stage_line(stage))
+            self.console.print(stage_line(stage))
         self._stages_printed = len(ended)
 
 
@@ -118,6 +156,31 @@ def stage_line(stage: StageProgress) -> Text:
     took = duration(stage.elapsed(stage.ended or stage.started))
     return Text.assemble(("[", "dim"), stage.name, ("] ", "dim"), f"finished in {took}: "
                          f"{stage.count('done')} hosts done, ", (f"{failed} failed", "red" if failed else ""))
+
+
+def stage_summary(runs: list[PlayProgress], now: float | None = None) -> Table:
+    """Per stage of every run: hosts ok (nothing changed), changed, failed, and the stage's time; with several runs
+    (the batches of a rolling deploy) each stage is labelled with the run's hosts."""
+    now = time.time() if now is None else now
+    table = Table(title="deploy summary", title_justify="left")
+    table.add_column("stage", overflow="fold")
+    for name in ("ok", "changed", "failed", "time"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for progress in runs:
+        hosts = hostlist.compress(sorted({h for s in progress.stages for h in s.hosts}))
+        for stage in progress.stages:
+            ok, changed, failed = _host_counts(stage)
+            name = f"[{hosts}] {stage.name}" if len(runs) > 1 else stage.name
+            table.add_row(name, str(ok), Text(str(changed), style="yellow" if changed else ""),
+                          Text(str(failed), style="red" if failed else ""), duration(stage.elapsed(now)))
+    return table
+
+
+def _host_counts(stage: StageProgress) -> tuple[int, int, int]:
+    """Hosts of a stage that changed nothing, changed something, failed (or were unreachable)."""
+    failed = stage.count(*FAILED_STATES)
+    changed = sum(1 for h, state in stage.hosts.items() if state not in FAILED_STATES and stage.changed.get(h))
+    return len(stage.hosts) - failed - changed, changed, failed
 
 
 def duration(seconds: float) -> str:
@@ -142,6 +205,8 @@ def recap(result: DeployResult, console: Console = out) -> None:
         table.add_row(host.host, str(host.ok), str(host.changed), str(host.failed), str(host.unreachable),
                       Text(host.status, style=colour), detail)
     console.print(table)
+    for block in result.diffs:
+        show_diff(block, console)
     if result.cancelled:
         err.print(Text("deploy cancelled (signal); run it again to converge", style="red"))
     if result.check_mode and result.ok:
@@ -151,3 +216,19 @@ def recap(result: DeployResult, console: Console = out) -> None:
     if not result.ok:
         failed = ", ".join(result.failed_hosts) or "the run itself"
         err.print(Text.assemble((f"failed: {failed}", "red"), f"; artifacts: {result.artifacts_dir}"))
+
+
+def show_diff(block: DiffBlock, console: Console = out) -> None:
+    """One task's file diff: a line naming the hosts that share it and the task, then the unified diff coloured."""
+    count = len(block.nodes)
+    console.print(Text.assemble(("diff on ", "bold"), (block.hostlist, "bold"),
+                                f" ({count} host{'s' * (count > 1)}): ", (block.task, "bold")))
+    for line in block.text.splitlines():
+        console.print(Text(line, style=_diff_style(line)))
+
+
+def _diff_style(line: str) -> str:
+    """Added lines green, removed red, hunk headers cyan, file headers bold."""
+    if line.startswith(("+++", "---")):
+        return "bold"
+    return {"+": "green", "-": "red", "@": "cyan"}.get(line[:1], "")

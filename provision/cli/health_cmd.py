@@ -1,33 +1,56 @@
-"""`provision health`: the last pass of the node health program on every compute node."""
+"""`provision health`: the node health program's pass on every compute node, the last one or (`--now`) one run now."""
 from __future__ import annotations
 
 import typer
 
-from provision.cli.options import JsonOpt, SpecArg
+from provision.cli.options import JsonOpt, NowOpt, SpecArg
 from provision.cli.output import out, print_json
 
 
-def health(spec: SpecArg, json_out: JsonOpt = False) -> None:
-    """Show each compute node's last health pass: its checks, what it told Slurm, and when.
+def health(spec: SpecArg, now: NowOpt = False, json_out: JsonOpt = False) -> None:
+    """Show each compute node's last health pass: its checks, what it told Slurm, and when; `--now` runs a pass on
+    every compute node first (all at once, each bounded in time).
 
     The program runs on the nodes (Slurm's HealthCheckProgram and the gpu-provision-health service); a failed check
-    drains the node with a reason starting "gpu-provision-health:", a pass resumes only those. Exit 1 when a node
-    failed its last pass or has no record."""
-    from rich.table import Table
-
+    drains the node with a reason that names the check first ("hc:munge: ... (gpu-provision-health)"), a pass
+    resumes only those. Exit 1 when a node failed its pass or has no record."""
     from provision import health as node_health, lifecycle
     from provision.spec.loader import load_spec
 
-    passes = node_health.last_passes(lifecycle.current_cluster(load_spec(spec)))
+    loaded = load_spec(spec)
+    cluster = lifecycle.current_cluster(loaded)
+    passes = node_health.run_now(loaded, cluster) if now else node_health.last_passes(cluster)
     if json_out:
         print_json({"nodes": [p.to_dict() for p in passes]})
     else:
-        table = Table(title="node health (last pass)")
-        for column in ("node", "result", "failed checks", "action", "Slurm's reason", "when", "by"):
-            table.add_column(column)
-        for p in passes:
-            result = "no record" if p.ok is None else ("healthy" if p.ok else "failed")
-            table.add_row(p.node, result, ", ".join(p.failed), p.error or p.action, p.reason,
-                          p.started[:19].replace("T", " "), p.trigger)
-        out.print(table)
+        out.print(table(passes, "node health (a pass now)" if now else "node health (last pass)"))
     raise typer.Exit(0 if all(p.ok for p in passes) else 1)
+
+
+def table(passes, title: str):
+    """One row per node: result, failed checks, what the pass told Slurm (or why there is no record), when and who
+    ran it; then Slurm's reason of each node that has one, whole. Fits 80 columns: long values fold, never cut."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    from provision import hostlist
+
+    grid = Table(title=title, box=None, pad_edge=False, title_justify="left", header_style="bold underline")
+    for column in ("node", "result", "failed checks", "told Slurm", "when", "by"):
+        grid.add_column(column, overflow="fold", no_wrap=column == "when")
+    reasons: dict[str, list[str]] = {}
+    for p in passes:
+        result = "no record" if p.ok is None else ("healthy" if p.ok else "failed")
+        cells = (p.node, result, ", ".join(p.failed), p.error or p.action, p.started[5:19].replace("T", " "), p.trigger)
+        grid.add_row(*(Text(cell) for cell in cells))  # plain text: a reason is never read as markup
+        if p.reason:
+            reasons.setdefault(p.reason, []).append(p.node)
+    if not reasons:
+        return grid
+    listed = Table.grid(padding=(0, 2))
+    listed.add_column(overflow="fold")
+    listed.add_column(overflow="fold")
+    for reason, nodes in reasons.items():
+        listed.add_row(Text(hostlist.compress(nodes)), Text(reason))
+    return Group(grid, Text("Slurm's reason"), listed)

@@ -11,7 +11,8 @@ from rich.text import Text
 from typer.exceptions import TyperException
 
 from provision import __version__
-from provision.cli import certify_cmd, cluster_cmds, deploy_cmd, exec_cmd, health_cmd, preflight_cmd, spec_cmds
+from provision.cli import (certify_cmd, cluster_cmds, deploy_cmd, exec_cmd, health_cmd, preflight_cmd, spec_cmds,
+                           ssh_cmd)
 from provision.cli.options import JsonOpt
 from provision.cli.output import err, out, print_findings, print_json
 from provision.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ProvisionError, SpecError
@@ -66,6 +67,7 @@ app.command("list")(cluster_cmds.list_)
 app.command()(cluster_cmds.status)
 app.command()(cluster_cmds.down)
 app.command("exec")(exec_cmd.exec_)
+app.command()(ssh_cmd.ssh)
 app.command()(health_cmd.health)
 
 

@@ -20,6 +20,8 @@ from provision.spec.example import providers
 # Defaults the library owns, repeated here so that starting the CLI loads neither slurm_admin nor the preflight
 # package (pydantic, paramiko); tests/unit/cli/test_startup.py holds each equal to its source.
 DRAIN_TIMEOUT_S = 600.0  # provision.slurm_admin.DEFAULT_DRAIN_TIMEOUT_S
+KEEP_RUNS = 20  # provision.deploy.records.KEEP_RUNS
+EXEC_TIMEOUT_S = 300.0  # provision.remote.DEFAULT_TIMEOUT_S
 PREFLIGHT_CONCURRENCY = 32  # provision.preflight.DEFAULT_CONCURRENCY
 
 
@@ -33,8 +35,15 @@ def _usable_path(value: Path | None) -> Path | None:
 
 
 def _spec_or_name(value: Path) -> Path:
-    """A spec file, or the name of a cluster this machine brought up (its spec copy in the state)."""
-    return clusters.resolve(_usable_path(value)) if value is not None else value
+    """A spec file, or the name of a cluster this machine brought up (its spec copy in the state); neither is
+    refused here with "did you mean" from the clusters' names."""
+    if value is None:
+        return value
+    found = clusters.resolve(_usable_path(value))
+    if not os.path.lexists(found):
+        also = ", and no cluster of that name here" if clusters.NAME.match(str(value)) else ""
+        raise UsageError(f"{shown(value)}: no such file{also}", hint=clusters.suggestion(value))
+    return found
 
 
 def complete_spec(incomplete: str) -> list[str]:
@@ -52,11 +61,14 @@ FindingsJsonOpt = Annotated[bool, typer.Option("--json", help="findings as JSON"
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines (CI logs)")]
 
 # init
-ProviderOpt = Annotated[str, typer.Option("--provider", "-p", help=" | ".join(providers()))]
+ProviderOpt = Annotated[str, typer.Option("--provider", "-p", metavar="PROVIDER",
+                                          help="where the nodes come from: " + " | ".join(providers()))]
 InitOutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout",
                                                    callback=_usable_path)]
-NameOpt = Annotated[str, typer.Option(help="cluster name")]
-ForceOpt = Annotated[bool, typer.Option(help="overwrite an existing file")]
+NameOpt = Annotated[Optional[str], typer.Option(
+    metavar="NAME", help="cluster name written into the spec (default: demo, or the first free demo-2, demo-3, ... "
+                         "when a cluster of that name exists on this machine)", show_default=False)]
+OverwriteOpt = Annotated[bool, typer.Option("--force", help="overwrite the file -o names if it exists")]
 # schema
 SchemaOutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="write the schema here instead of stdout",
                                                      callback=_usable_path)]
@@ -64,11 +76,13 @@ SchemaOutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="wr
 InventoryOutputOpt = Annotated[Path, typer.Option("--output", "-o", help="directory to write the inventory into",
                                                  callback=_usable_path)]
 # up
-RedoOpt = Annotated[list[str], typer.Option("--redo", help="run a finished stage again (repeatable)")]
+RedoOpt = Annotated[list[str], typer.Option(
+    "--redo", metavar="STAGE", help="run a finished stage again: nodes, preflight, inventory, deploy or certify "
+                                    "(repeatable)")]
 SkipPreflightOpt = Annotated[bool, typer.Option("--skip-preflight", help="do not check nodes first")]
 SkipCertifyOpt = Annotated[bool, typer.Option("--skip-certify", help="do not certify at the end")]
 DrainTimeoutOpt = Annotated[float, typer.Option(
-    "--drain-timeout", min=0, help="seconds the jobs on nodes leaving service (removed by the spec, or a rolling "
+    "--drain-timeout", min=0, metavar="SECONDS", help="seconds the jobs on nodes leaving service (removed by the spec, or a rolling "
                                    "batch) may run on; they get no new jobs meanwhile")]
 ForceOpt = Annotated[bool, typer.Option(
     "--force", help="cancel the jobs still running on nodes leaving service when --drain-timeout ends")]
@@ -76,6 +90,11 @@ ForceOpt = Annotated[bool, typer.Option(
 RollingOpt = Annotated[Optional[str], typer.Option(
     "--rolling", metavar="N|N%", help="change a running cluster a batch of compute nodes at a time (held, jobs "
                                       "waited for, roles applied, certified, released); stop at the first failure")]
+# up, deploy, down
+RebindOpt = Annotated[bool, typer.Option(
+    "--rebind", help="the cluster of this spec's name was last applied from another file: apply this one anyway "
+                     "(after its difference to the spec copy is shown) and bind the cluster to it from now on; "
+                     "without it, removing nodes or changing the configuration from another file is refused")]
 # down
 OrphansOpt = Annotated[bool, typer.Option(
     "--orphans", help="also remove cloud resources tagged with the cluster's name, whatever cluster id they carry, "
@@ -85,18 +104,37 @@ OrphansOpt = Annotated[bool, typer.Option(
 CommandArg = Annotated[list[str], typer.Argument(help="the command and its arguments (after --)")]
 NodesOpt = Annotated[list[str], typer.Option(
     "--node", "-n", metavar="NODES",
-    help="nodes: a hostlist such as compute[01-03] or a group name; repeatable (default: the controller)")]
+    help="nodes: a hostlist such as compute[01-03], a group name, or all; repeatable (default: the controller)")]
+ExecTimeoutOpt = Annotated[float, typer.Option(
+    "--timeout", min=1, metavar="SECONDS",
+    help="how long the command may run on each node; then it is stopped there (its process group gets SIGTERM, "
+         "then SIGKILL) and the node exits 124")]
+# ssh
+NodeArg = Annotated[str, typer.Argument(help="the node to log in to (a node name such as compute01)",
+                                        show_default=False)]
+SshCommandArg = Annotated[Optional[list[str]], typer.Argument(
+    help="a command to run instead of a shell (after --)", show_default=False)]
 # preflight
 AcceptOpt = Annotated[bool, typer.Option("--accept-new-host-keys", help="record the host key of a first contact")]
-ConcurrencyOpt = Annotated[int, typer.Option(help="nodes checked at once")]
+ConcurrencyOpt = Annotated[int, typer.Option(metavar="N", help="how many nodes are checked at once")]
 # deploy
-TagsOpt = Annotated[str | None, typer.Option("--tags", help="only roles/tasks with these tags")]
-LimitOpt = Annotated[str | None, typer.Option("--limit", help="only these hosts (Ansible pattern)")]
-CheckOpt = Annotated[bool, typer.Option("--check", help="plan: check mode with diff, change nothing")]
-RetryOpt = Annotated[bool, typer.Option("--retry-failed", help="rerun only last run's failed hosts")]
-KeepRunsOpt = Annotated[int, typer.Option("--keep-runs", min=1,
+TagsOpt = Annotated[str | None, typer.Option("--tags", metavar="TAGS",
+                                             help="only the roles and tasks with these tags (comma-separated)")]
+LimitOpt = Annotated[str | None, typer.Option("--limit", metavar="HOSTS",
+                                              help="only these hosts (an Ansible pattern such as compute01,compute02)")]
+CheckOpt = Annotated[bool, typer.Option("--check", help="change nothing: list per host the tasks a deploy would "
+                                                      "change and the diff of each file; exit 4 on drift")]
+RetryOpt = Annotated[bool, typer.Option("--retry-failed", help="rerun only the hosts that failed or were "
+                                                              "unreachable in the last deploy")]
+KeepRunsOpt = Annotated[int, typer.Option("--keep-runs", min=1, metavar="N",
                                           help="Ansible run folders kept under the state's runs/ (the newest)")]
 # certify
-LevelOpt = Annotated[str, typer.Option("--level", "-l", help="quick (under a minute), standard (GPU benchmarks, "
-                                                             "NCCL; ~10 min), full (burn-in)")]
+LevelOpt = Annotated[str, typer.Option(
+    "--level", "-l", metavar="quick|standard|full",
+    help="how deep: quick (health, Slurm, MPI, network, filesystem; under a minute), standard (adds GPU benchmarks, "
+         "NCCL, a longer DCGM diagnostic; ~10 min), full (adds a 30-minute GPU burn-in); certify says what the level "
+         "adds on this cluster")]
 DrainOpt = Annotated[bool, typer.Option("--drain-failed", help="drain failed nodes in Slurm, naming the checks")]
+# health
+NowOpt = Annotated[bool, typer.Option("--now", help="run a pass on every compute node now (it drains or resumes "
+                                                    "nodes as any pass does) and show it")]

@@ -7,6 +7,7 @@ item and node.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,12 +43,13 @@ def print_creation(result) -> None:
 
 
 def print_change(diff) -> None:
-    """A running cluster: per node (runs folded) what `up` would do, the changed lines of the cluster-wide files, the
-    cost."""
+    """A running cluster: per node (runs folded) what `up` would do, each setting that changes with the nodes it
+    reaches and what it restarts, the unified diff of the cluster-wide files, the cost."""
     table = Table("node", "group", "action", "detail", title="plan: changes to the running cluster")
     for row in fold(diff.nodes, lambda n: n.name, lambda n: "; ".join(n.details), lambda n: (n.group, n.action)):
         table.add_row(row.name, row.first.group, row.first.action, row.detail)
     out.print(table)
+    print_settings(diff)
     for name, lines in diff.files.items():
         out.print(f"{name}:")
         if lines:  # one print for them all: 20,000 lines of /etc/hosts are one write, not 20,000
@@ -57,6 +59,28 @@ def print_change(diff) -> None:
         after = "?" if diff.hourly_after is None else f"{diff.hourly_after:.2f}"
         out.print(f"estimated cost: {before} -> {after} USD/hour")
     out.print(diff.summary())
+
+
+def print_settings(diff) -> None:
+    """The settings that change (what the last deploy applied -> what the spec renders now), the nodes each reaches
+    as a hostlist, and the daemons that restarts; a note when the last deploy's settings are not recorded."""
+    if diff.settings:
+        table = Table("setting", "before -> after", "nodes", "restarts", title="settings: last deploy -> spec")
+        for row in fold(diff.settings, lambda s: s.hostlist, lambda s: f"{shown(s.before)} -> {shown(s.after)}",
+                        lambda s: (s.variable, s.restarts)):
+            table.add_row(row.first.variable, row.detail, row.name or "(no node reads it)",
+                          ", ".join(row.first.restarts) or "-")
+        out.print(table)
+    if diff.restarts:
+        out.print(f"restarts: {', '.join(diff.restarts)}")
+    for note in diff.notes:
+        out.print(f"note: {note}")
+
+
+def shown(value: object, width: int = 60) -> str:
+    """A setting's value for the table: '(unset)', a string as it is, anything else as compact JSON; clipped."""
+    text = "(unset)" if value is None else value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def fold(records: Sequence, name: Callable[[Any], str], detail: Callable[[Any], str],

@@ -5,26 +5,45 @@ from pathlib import Path
 
 import typer
 
-from provision.cli.options import (FindingsJsonOpt, ForceOpt, InitOutputOpt, InventoryOutputOpt, JsonOpt, NameOpt,
+from provision import clusters
+from provision.cli.options import (FindingsJsonOpt, InitOutputOpt, InventoryOutputOpt, JsonOpt, NameOpt, OverwriteOpt,
                                    ProviderOpt, SchemaOutputOpt, SpecArg)
 from provision.cli.output import err, out, print_findings, print_json
 from provision.errors import EXIT_BAD_INPUT, UsageError
 from provision.spec.example import example
 from provision.spec.findings import errors
 
+DEFAULT_NAME = "demo"  # what `init` names a cluster when no cluster of that name exists here
+
 # The spec loader, the models and the lifecycle are imported when a command runs, not when the CLI starts
 # (tests/unit/cli/test_startup.py).
 
 
-def init(provider: ProviderOpt = "sandbox", output: InitOutputOpt = None, name: NameOpt = "demo",
-         force: ForceOpt = False) -> None:
-    """Write a commented example spec that validates."""
-    text = example(provider, name, str(output or "cluster.yaml"))
+def init(provider: ProviderOpt = "sandbox", output: InitOutputOpt = None, name: NameOpt = None,
+         force: OverwriteOpt = False) -> None:
+    """Write a commented example spec that validates, named after no cluster that exists on this machine unless
+    --name says so."""
+    text = example(provider, _cluster_name(name), str(output or "cluster.yaml"))
     if output is None:
         typer.echo(text, nl=False)
         return
     _write_new(output, text, force)
     err.print(f"wrote {output}")
+
+
+def _cluster_name(requested: str | None) -> str:
+    """The name to write: --name as given (said on stderr when a cluster of that name exists here), else demo or the
+    first free demo-N (said on stderr when demo exists), so a new spec never changes a cluster without a word."""
+    if requested is not None:
+        if requested in clusters.existing():
+            err.print(f"note: cluster {requested} exists on this machine; `up` or `deploy` with the new file would "
+                      f"change it, and are refused unless given --rebind")
+        return requested
+    chosen = clusters.free_name(DEFAULT_NAME)
+    if chosen != DEFAULT_NAME:
+        err.print(f"note: cluster {DEFAULT_NAME} exists on this machine; the example is named {chosen} (--name NAME "
+                  "to choose another)")
+    return chosen
 
 
 def _write_new(output: Path, text: str, force: bool) -> None:

@@ -24,6 +24,9 @@ class TerminalUpView(UpView):
     def line(self, text: str) -> None:
         self._print(text)
 
+    def notice(self, text: str) -> None:
+        err.print(text)  # stderr, --quiet and --json too: a note about the spec file, not progress
+
     def stage_started(self, stage: str) -> None:
         if stage == "deploy":
             self._deploy = DeployWatch(self.quiet, json_out=False)

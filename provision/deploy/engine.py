@@ -17,6 +17,7 @@ from provision.lock import cluster_lock
 from provision.preflight import ensure_hardware
 from provision.records import ClusterInfo
 from provision.resources import playbooks_dir
+from provision.settings import applied
 from provision.spec.model import ClusterSpec
 from provision.state import ClusterState
 
@@ -110,4 +111,18 @@ def _deploy(spec: ClusterSpec, cluster: ClusterInfo, state: ClusterState, option
     if not options.check:
         state.write("deploy", {"failed_hosts": result.failed_hosts, "artifacts_dir": str(result.artifacts_dir),
                                "rc": result.rc, "cancelled": result.cancelled})
+    if result.ok and whole(options):
+        record_settings(state, cluster)
     return result
+
+
+def whole(options: DeployOptions) -> bool:
+    """Whether a run applies everything to every node: no --limit, --tags, --check or --retry-failed (only such a
+    run's settings are recorded as what the cluster has)."""
+    return not (options.limit or options.tags or options.check or options.retry_failed)
+
+
+def record_settings(state: ClusterState, cluster: ClusterInfo) -> applied.Settings:
+    """Record what the inventory Ansible just read gave every node (provision.settings.applied), so `plan` and `up`
+    see what a later spec changes."""
+    return applied.record(state, applied.from_inventory(applied.written(state.inventory_dir), cluster.vars))

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
+from provision.deploy.diffs import task_diff
 from provision.deploy.progress import OnUpdate, PlayProgress
 from provision.deploy.records import HostResult
 
@@ -57,11 +58,15 @@ class EventTracker:
 
     def _on_runner_on_ok(self, data: dict) -> None:
         host = data.get("host", "")
-        changed = bool((data.get("res") or {}).get("changed"))
+        res = data.get("res") or {}
+        changed = bool(res.get("changed"))
         self.progress.host_state[host] = "changed" if changed else "ok"
         self.progress.host_task_done(host, changed, self._when)
         if changed:
             self._host(host).changed_tasks.append(data.get("task", ""))
+            diff = task_diff(data.get("task", ""), res)  # None for a no_log task: its result is censored
+            if diff:
+                self._host(host).diffs.append(diff)
 
     def _on_runner_on_failed(self, data: dict) -> None:
         if data.get("ignore_errors"):

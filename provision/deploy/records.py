@@ -4,6 +4,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from provision.deploy.diffs import DiffBlock, FileDiff, fold
+from provision.errors import EXIT_CHANGES, EXIT_FAILED, EXIT_OK
+
 SITE_PLAYBOOK = "site.yml"
 KEEP_RUNS = 20  # run folders kept under runs/ (about 5 MB per 4-node deploy)
 
@@ -35,6 +38,7 @@ class HostResult:
     failed_task: str | None = None
     message: str | None = None
     changed_tasks: list[str] = field(default_factory=list)
+    diffs: list[FileDiff] = field(default_factory=list)  # check mode: what the changed tasks would write
 
     @property
     def status(self) -> str:
@@ -71,9 +75,30 @@ class DeployResult:
         """True when Ansible finished and no host failed."""
         return self.rc == 0 and not self.failed_hosts and not self.cancelled
 
+    @property
+    def exit_code(self) -> int:
+        """What `provision deploy` exits with: 1 when a host failed, 4 when --check found drift, else 0."""
+        if not self.ok:
+            return EXIT_FAILED
+        return EXIT_CHANGES if self.check_mode and self.changed_hosts else EXIT_OK
+
+    @property
+    def diffs(self) -> list[DiffBlock]:
+        """Check mode: each task's file diff once, with the hosts that share it."""
+        return fold((h.host, h.diffs) for h in self.hosts)
+
     def as_dict(self) -> dict:
-        """JSON form for --json."""
-        return {"ok": self.ok, "rc": self.rc, "check_mode": self.check_mode, "cancelled": self.cancelled,
-                "changed_hosts": self.changed_hosts,
+        """JSON form for --json: `rc` is the command's exit code (`ansible_rc` is ansible-playbook's); the diffs
+        folded across hosts, so a diff many hosts share is there once."""
+        return {"ok": self.ok, "rc": self.exit_code, "ansible_rc": self.rc, "check_mode": self.check_mode,
+                "cancelled": self.cancelled, "changed_hosts": self.changed_hosts,
                 "artifacts_dir": str(self.artifacts_dir), "failed_hosts": self.failed_hosts,
-                "hosts": [{**asdict(h), "status": h.status} for h in self.hosts]}
+                "hosts": [{**_host_dict(h), "status": h.status} for h in self.hosts],
+                "diffs": [block.as_dict() for block in self.diffs]}
+
+
+def _host_dict(host: HostResult) -> dict:
+    """A host's recap for --json; its diffs are in the result's folded `diffs`."""
+    data = asdict(host)
+    del data["diffs"]
+    return data

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from provision.records import ClusterInfo, NodeInfo, Progress, silent
 from provision.spec.model import ClusterSpec
+from provision.spec.topology import planned_nodes
 from provision.state import ClusterState
 
 __all__ = ["Plan", "PlanItem", "Progress", "Provider", "Teardown", "silent"]  # Progress: from provision.records
@@ -70,6 +71,15 @@ class Provider(ABC):
     @abstractmethod
     def describe(self) -> ClusterInfo:
         """The cluster as it is now, from recorded state and live checks; changes nothing."""
+
+    def planned(self) -> ClusterInfo:
+        """The cluster as `describe` would show it once `create` ran, from the spec and what this provider recorded
+        (a subnet it chose, the key it made), with no live check and no call out: a node whose address only its
+        creation decides has none. `plan` and `up` compare this with what the cluster has."""
+        key = self.spec.ssh.key_path.expanduser() if self.spec.ssh.key_path else self.state.ssh_key_path
+        return ClusterInfo(name=self.spec.name, provider=self.spec.provider.type, nodes=tuple(planned_nodes(self.spec)),
+                           ssh_user=self.spec.provider.ssh_user(self.spec.ssh.user), ssh_key_path=key,
+                           known_hosts_path=self.state.known_hosts_path, sandbox=self.spec.provider.simulated)
 
     def retire(self, names: list[str], progress: Progress = silent) -> list[str]:
         """Remove these nodes only (a shrink: the lifecycle drained them and took them out of Slurm first), drop

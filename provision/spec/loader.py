@@ -1,23 +1,25 @@
 """Load and validate a spec file: YAML with positions (provision.spec.reader), then the pydantic structure, then
-the semantic checks (provision.spec.validators), all findings at once.
+the semantic checks (provision.spec.validators), all findings at once. When the structure has errors, the semantic
+checks still run on the sections that parsed (provision.spec.partial).
 
 `load_spec(path)` is what a command (or a Python caller) uses; `validate_file(path)` returns every finding.
 """
 from __future__ import annotations
 
 import difflib
-import typing
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from provision.errors import SpecError
 from provision.limits import clip
 from provision.providers import registry
 from provision.spec import wording
 from provision.spec.findings import Finding, errors, format_path
+from provision.spec.locations import data_loc, known_keys
 from provision.spec.model import ClusterSpec
+from provision.spec.partial import salvage
 from provision.spec.reader import Lines, parse_yaml, read_text
 from provision.spec.validators import semantic_findings
 
@@ -40,10 +42,12 @@ class Validation:
 def validate_file(path: Path) -> Validation:
     """Read, parse and validate a spec file; raises SpecError only when the file itself is unusable."""
     data, lines = parse_yaml(read_text(path), str(path))
-    spec, findings = structure_findings(data, lines)
-    if spec is None:
-        return Validation(None, findings)
-    return Validation(spec, [_with_line(f, lines) for f in semantic_findings(spec)])
+    spec, errors_ = _model(data)
+    if spec is not None:
+        return Validation(spec, [_with_line(f, lines) for f in semantic_findings(spec)])
+    part = salvage(data, errors_)
+    semantic = semantic_findings(part.spec, part.damaged) if part.spec is not None else []
+    return Validation(None, [_finding(e, data, lines) for e in errors_] + [_with_line(f, lines) for f in semantic])
 
 
 def _with_line(finding: Finding, lines: dict[tuple, int]) -> Finding:
@@ -66,15 +70,21 @@ def load_spec(path: Path) -> ClusterSpec:
 
 def structure_findings(data: dict, lines: Lines) -> tuple[ClusterSpec | None, list[Finding]]:
     """Build the model; on failure, translate every pydantic error into a finding."""
+    spec, errors_ = _model(data)
+    return spec, [_finding(error, data, lines) for error in errors_]
+
+
+def _model(data: object) -> tuple[ClusterSpec | None, list[dict]]:
+    """The model, or pydantic's errors."""
     try:
         return ClusterSpec.model_validate(data), []
     except ValidationError as exc:
-        return None, [_finding(error, data, lines) for error in exc.errors(include_url=False)]
+        return None, exc.errors(include_url=False)
 
 
 def _finding(error: dict, data: dict, lines: Lines) -> Finding:
     """One pydantic error as a finding with path, value and fix."""
-    loc = _data_loc(tuple(error["loc"]), data)
+    loc = data_loc(tuple(error["loc"]), data)
     path = format_path(loc)
     line = nearest_line(loc, lines)
     kind = error["type"]
@@ -94,25 +104,6 @@ def _finding(error: dict, data: dict, lines: Lines) -> Finding:
         return Finding("error", path, f"{subject}{error['ctx']['message']}", error["ctx"]["fix"], line)
     return Finding("error", path, f"{shown} is not valid: {wording.message(error)}", _fix_for(kind, error),
                    line)
-
-
-def _data_loc(loc: tuple, data: dict) -> tuple:
-    """Drop the tags pydantic inserts: the provider discriminator (provider.sandbox.subnet -> provider.subnet) and
-    union members (addresses.str, addresses.list[str]), which are never keys of the data."""
-    out: list = []
-    node = data
-    for part in loc:
-        absent = isinstance(part, str) and not (isinstance(node, dict) and part in node)
-        if absent and (part in registry.names() and out and out[-1] == "provider" or part in _TYPE_TAGS
-                       or "[" in part):
-            continue
-        out.append(part)
-        node = node.get(part) if isinstance(node, dict) else (
-            node[part] if isinstance(node, list) and isinstance(part, int) and part < len(node) else None)
-    return tuple(out)
-
-
-_TYPE_TAGS = ("str", "int", "bool", "float", "list", "dict")
 
 
 def nearest_line(loc: tuple, lines: Lines) -> int | None:
@@ -150,26 +141,8 @@ def _fix_for(kind: str, error: dict) -> str:
 
 def _did_you_mean(loc: tuple) -> str:
     """Suggest the closest known key at that place in the model."""
-    known = sorted(_known_keys(loc[:-1]))
+    known = sorted(known_keys(loc[:-1]))
     close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
     if close:
         return f"did you mean '{close[0]}'?"
     return f"known keys here: {', '.join(known)}" if known else "remove it"
-
-
-def _known_keys(loc: tuple) -> set[str]:
-    """The field names allowed at a data path, following list items and the provider union."""
-    models: list[type[BaseModel]] = [ClusterSpec]
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        models = [m for model in models if part in model.model_fields
-                  for m in _models_in(model.model_fields[part].annotation)]
-    return {name for model in models for name in model.model_fields}
-
-
-def _models_in(annotation: object) -> list[type[BaseModel]]:
-    """Every model class inside Optional[X], list[X] or Annotated[Union[...], ...]."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]

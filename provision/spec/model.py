@@ -10,6 +10,7 @@ from provision import hostlist
 from provision.limits import MAX_NODE_GROUPS, MAX_NODES_PER_CLUSTER, MAX_NODES_PER_GROUP, clip
 from provision.providers import registry
 from provision.spec.section import StrictModel
+from provision.spec.slurm_config import ALLOWED as SLURM_PARAMETERS, SlurmParameter, SlurmValue
 from provision.spec.shapes import (Addresses, AptComponent, AptSuite, DebianVersion, Fingerprint, HostName, Hostlist,
                                    LocalPath, MountPoint, NcclVersion, PackageName, RemotePath, Token, Url, UserName,
                                    shape_error)
@@ -126,6 +127,10 @@ class Slurm(StrictModel):
     version: DebianVersion | None = Field(None, description="the exact package version, e.g. 24.11.5-1")
     packages: SlurmPackages = SlurmPackages()
     accounting: StrictBool = True
+    config: dict[SlurmParameter, SlurmValue] = Field(
+        default_factory=dict, max_length=64, json_schema_extra={"propertyNames": {"enum": list(SLURM_PARAMETERS)}},
+        description="extra slurm.conf parameters (scheduler, timeouts, priority), e.g. {KillWait: 60}; the ones "
+                    "gpu-provision writes itself are refused (provision/spec/slurm_config.py)")
 
     REPOSITORY_FIELDS: ClassVar[tuple[str, ...]] = (
         "repository_url", "repository_key", "repository_key_fingerprint", "repository_suite", "repository_components",

@@ -320,7 +320,30 @@ VALIDATORS: tuple[Validator, ...] = (
 )
 
 
-def semantic_findings(spec: ClusterSpec) -> list[Finding]:
-    """Run every validator, then the provider's own checks, and return all findings, errors first."""
-    findings = [f for check in (*VALIDATORS, registry.checks(spec.provider.type)) for f in check(spec)]
+EVERY_SECTION = "*"
+# The top-level sections of the spec each validator reads (tests/unit/spec/test_partial_validation.py checks them):
+# when a section had a structural error, the validators that read it do not run (provision.spec.partial).
+READS: dict[Validator, tuple[str, ...]] = {
+    check_group_names: ("node_groups",), check_group_size: ("node_groups",), check_host_names: ("node_groups",),
+    check_addresses: ("node_groups", "provider"), check_roles: ("node_groups",), check_gpus: ("node_groups", "software"),
+    check_partitions: ("node_groups",), check_versions: ("node_groups", "software"),
+    check_slurm_source: ("software",), check_filesystem: ("filesystem", "node_groups", "provider"),
+    check_interconnect: ("node_groups", "provider", "certify"), check_ssh: ("ssh", "provider"),
+    os_checks.check_os: ("node_groups", "provider", "software"), os_checks.check_sandbox_os: ("node_groups", "provider"),
+    reserved.check_reserved_names: ("node_groups",),
+}
+
+
+def semantic_findings(spec: ClusterSpec, damaged: frozenset[str] = frozenset()) -> list[Finding]:
+    """Run every validator, then the provider's own checks, and return all findings, errors first. `damaged`: the
+    sections whose structural errors were taken out of `spec`; the validators that read one of them are skipped
+    (the provider's checks read everything)."""
+    checks = [(check, READS.get(check, (EVERY_SECTION,))) for check in VALIDATORS]
+    checks.append((registry.checks(spec.provider.type), (EVERY_SECTION,)))
+    findings = [f for check, reads in checks if not _touches(reads, damaged) for f in check(spec)]
     return sorted(findings, key=lambda f: f.level != "error")
+
+
+def _touches(reads: tuple[str, ...], damaged: frozenset[str]) -> bool:
+    """Whether a validator reading `reads` would see a damaged section."""
+    return bool(damaged) and (EVERY_SECTION in reads or bool(damaged.intersection(reads)))

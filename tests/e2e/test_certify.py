@@ -210,7 +210,7 @@ def test_unreachable_node_fails_on_that_node_and_drain_failed_drains_it(slurm_cl
     reachable = next(c for c in checks(doc, victim) if c["check"] == "node.reachable")
     assert reachable["verdict"] == "fail" and "cannot reach the node" in reachable["detail"]
     state, _, why = reason.partition("|")
-    assert state.startswith("drain") and why.startswith("certify: ") and "node.reachable" in why
+    assert state.startswith("drain") and why.startswith("certify:") and "node.reachable" in why
     assert_passes_again(slurm_cluster)
 
 

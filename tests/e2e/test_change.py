@@ -18,6 +18,7 @@ import pytest
 
 from provision import lifecycle
 from provision.spec.loader import load_spec
+from provision.state import ClusterState
 
 from conftest import PROVISION, LiveCluster, provision
 
@@ -91,7 +92,8 @@ def test_plan_grow_and_shrink_while_a_job_runs(grow):
     assert code == 0 and not change["changed"] and "no changes" in change["summary"]
     job = _on(grow, "ctl01", f"sbatch --parsable -w compute01 -N1 -J long-user-job "
                               f"--wrap 'while [ ! -e {FINISH} ]; do sleep 1; done'").strip()
-    queue = _on(grow, "ctl01", "sbatch --parsable -N1 --exclusive -J queued-user-job --array=1-60 "
+    # enough 2-second jobs to outlast the grow on a loaded machine (one node takes them until the new ones join)
+    queue = _on(grow, "ctl01", "sbatch --parsable -N1 --exclusive -J queued-user-job --array=1-200 "
                                "--wrap 'sleep 2'").strip()
     time.sleep(2)
     _long_job_running(grow, job)
@@ -105,6 +107,7 @@ def test_plan_grow_and_shrink_while_a_job_runs(grow):
     _long_job_running(grow, job)
     assert _plan(grow)[0] == 0
     _no_user_job_before_certify(grow, ["compute03", "compute04"])
+    _certified_against_peers(grow, ["compute03", "compute04"], ["compute01", "compute02"])
 
     grow.write_text(SPEC.format(count=1))
     code, change = _plan(grow)
@@ -150,6 +153,24 @@ def _no_user_job_before_certify(path: Path, new: list[str]) -> None:
     assert users, "the queued user jobs never reached the new nodes after their release"
     early = [j for j in users if datetime.fromisoformat(j[3]) < certified]
     assert not early, f"user jobs started on new nodes before certify passed ({certified}): {early}"
+
+
+def _certified_against_peers(path: Path, new: list[str], peers: list[str]) -> None:
+    """The grow's certify run is partial: the new nodes measured against the nodes in service (network pairs both
+    ways, the MPI job), judged alone; `list` shows the full run's verdict and the partial one after it."""
+    reports = ClusterState.for_spec(load_spec(path)).reports_dir
+    report = json.loads((max(reports.glob("*-quick")) / "report.json").read_text())
+    assert report["scope"]["kind"] == "partial" and report["scope"]["nodes"] == new, report["scope"]
+    assert report["scope"]["peers"] == peers, report["scope"]
+    assert [n["name"] for n in report["nodes"]] == ["ctl01", *new]  # a peer is measured, never judged
+    pairs = {c["subject"]: c["verdict"] for c in report["checks"] if c["check"] == "net.pairwise_bw"}
+    assert {f"{a}->{b}" for a in new for b in peers} | {f"{b}->{a}" for a in new for b in peers} <= set(pairs), pairs
+    assert "fail" not in pairs.values() and report["verdict"] != "fail"
+    mpi = [c for n in report["nodes"] for c in n["checks"] if c["check"] == "mpi.peers"]
+    assert [c["node"] for c in mpi] == new and {c["verdict"] for c in mpi} <= {"pass", "na"}, mpi
+    listed = json.loads(provision("list", "--json").stdout)["clusters"]
+    certified = next(c["certified"] for c in listed if c["name"] == "grow")
+    assert certified.startswith("pass (quick); newer: ") and f"partial: {', '.join(new)})" in certified, certified
 
 
 def _expand(nodelist: str) -> list[str]:

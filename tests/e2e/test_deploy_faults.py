@@ -1,13 +1,15 @@
-"""Issue 4 faults on the shared sandbox: an unreachable node, --retry-failed, and a SIGTERM mid-run."""
+"""Issue 4 faults on the shared sandbox: an unreachable node, --retry-failed, and a SIGTERM mid-run; `exec` to the
+stopped node names it and the cause, in --json too, with no traceback (issue 32)."""
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import time
 
 import pytest
 
-from conftest import PROVISION
+from conftest import PROVISION, provision
 from provision.providers.sandbox import faults
 
 pytestmark = pytest.mark.e2e
@@ -24,6 +26,7 @@ def test_stopped_node_is_named_others_finish_then_retry_failed_converges_it(slur
         assert statuses[victim] == "unreachable"
         assert result["failed_hosts"] == [victim]
         assert all(s in ("ok", "changed") for h, s in statuses.items() if h != victim)
+        _exec_names_the_stopped_node(slurm_cluster, victim)
     finally:
         faults.start_node(state_root, name, victim)
     rc, result = slurm_cluster.deploy("--retry-failed")
@@ -56,3 +59,16 @@ def faults_target(cluster):
 
     state = ClusterState.for_spec(load_spec(cluster.spec_path))
     return state.root, state.cluster
+
+
+def _exec_names_the_stopped_node(cluster, victim: str) -> None:
+    """One node of several unreachable: its block and error name it; --json gives the cause, never a traceback."""
+    shown = provision("exec", str(cluster.spec_path), "--node", "all", "--", "hostname", check=False, timeout=120)
+    assert shown.returncode == 255, shown.stderr
+    assert f"\n{victim} (1 node, exit 255)\n" in shown.stdout and f"error: {victim}: " in shown.stderr
+    assert "Traceback" not in shown.stdout + shown.stderr and "SSHException" not in shown.stderr
+    as_json = provision("exec", str(cluster.spec_path), "-n", victim, "--json", "--", "hostname", check=False,
+                        timeout=120)
+    [node] = json.loads(as_json.stdout)["nodes"]
+    assert (node["node"], node["rc"], node["stdout"]) == (victim, 255, "") and node["error"], node
+    assert "Traceback" not in as_json.stdout + as_json.stderr and as_json.stderr == ""

@@ -3,15 +3,19 @@
 A converged node answers each role in one read-only probe, so a re-run changes nothing and only reads the nodes;
 after a file, a daemon or a package is changed by hand on one node, the next deploy changes exactly that, on that
 node only, and a re-run after it is back to changed=0. (Speed itself is measured by bench/deploy_scale.py.)
+`deploy --check` shows the drift of a file as a unified diff (issue 32), in --json too with rc 4, and never a
+secret: the accounting password and the munge key are in no output.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from conftest import provision
 from provision.spec.loader import load_spec
 from provision.state import ClusterState
 
@@ -50,17 +54,37 @@ def test_a_converged_rerun_changes_nothing_and_only_reads_the_nodes(slurm_cluste
     assert ran and all(action == "raw" and task.startswith("Read ") for _, action, task in ran), ran
 
 
-def test_editing_one_file_on_one_node_is_corrected_there_only(slurm_cluster):
-    victim = slurm_cluster.compute[1]
-    block = slurm_cluster.ssh(victim, "sed -n '/^# BEGIN gpu-provision/,/^# END gpu-provision/p' /etc/hosts").stdout
-    slurm_cluster.ssh(victim, f"sed -i '/ {slurm_cluster.controller}$/d' /etc/hosts")
-    rc, result = slurm_cluster.deploy()
-    _expect_only(slurm_cluster, result, victim, 1)
-    assert next(h["changed_tasks"] for h in result["hosts"] if h["host"] == victim) == [
-        "List every cluster node in /etc/hosts (from the inventory, not live facts)"]
-    assert slurm_cluster.ssh(victim, "sed -n '/^# BEGIN gpu-provision/,/^# END gpu-provision/p' /etc/hosts").stdout \
-        == block
-    _expect_only(slurm_cluster, slurm_cluster.deploy()[1], victim, 0)
+HOSTS_TASK = "List every cluster node in /etc/hosts (from the inventory, not live facts)"
+READ_BLOCK = "sed -n '/^# BEGIN gpu-provision/,/^# END gpu-provision/p' /etc/hosts"
+DBD_CONF = "/etc/slurm/slurmdbd.conf"
+
+
+def test_editing_one_file_on_one_node_is_shown_by_check_as_a_diff_and_corrected_there_only(slurm_cluster):
+    """--check prints the victim's /etc/hosts diff; the accounting password, whose file was drifted on the
+    controller too, is in no line of it (a no_log task: named nowhere, diffed nowhere); the deploy corrects both."""
+    victim, controller = slurm_cluster.compute[1], slurm_cluster.controller
+    password = ClusterState.for_spec(load_spec(slurm_cluster.spec_path)).secrets.db_password.read_text().strip()
+    block = slurm_cluster.ssh(victim, READ_BLOCK).stdout
+    dbd = slurm_cluster.ssh(controller, f"sha256sum {DBD_CONF}").stdout
+    slurm_cluster.ssh(victim, f"sed -i '/ {controller}$/d' /etc/hosts")
+    slurm_cluster.ssh(controller, f"sed -i 's/^StoragePass=.*/StoragePass=drifted-by-hand/' {DBD_CONF}")
+    try:
+        shown = provision("deploy", str(slurm_cluster.spec_path), "--check", "--quiet", check=False)
+        assert shown.returncode == 4, shown.stderr
+        printed = shown.stdout + shown.stderr
+        assert f"diff on {victim} (1 host): {HOSTS_TASK}" in shown.stdout
+        assert re.search(rf"^\+\S+\s+{controller}$", shown.stdout, re.MULTILINE), shown.stdout
+        assert password not in printed and "drifted-by-hand" not in printed and "StoragePass" not in printed
+    finally:
+        rc, result = slurm_cluster.deploy()
+    assert rc == 0 and password not in json.dumps(result)
+    changed = _changed(result)
+    assert changed[victim] == 1 and changed[controller] > 0  # the controller: slurmdbd.conf and its restart
+    assert all(count == 0 for host, count in changed.items() if host not in (victim, controller)), changed
+    assert next(h["changed_tasks"] for h in result["hosts"] if h["host"] == victim) == [HOSTS_TASK]
+    assert slurm_cluster.ssh(victim, READ_BLOCK).stdout == block
+    assert slurm_cluster.ssh(controller, f"sha256sum {DBD_CONF}").stdout == dbd
+    _expect_only(slurm_cluster, slurm_cluster.deploy()[1], "", 0)
 
 
 def test_a_daemon_stopped_on_one_node_is_started_there_only(slurm_cluster):
@@ -87,11 +111,16 @@ def test_a_munge_key_changed_on_one_node_is_named_by_check_and_replaced_there_on
     key = ClusterState.for_spec(load_spec(slurm_cluster.spec_path)).secrets.munge_key.read_bytes()
     read_key = "sha256sum < /etc/munge/munge.key | cut -d' ' -f1; stat -c '%U %G %a' /etc/munge/munge.key"
     slurm_cluster.ssh(victim, "head -c 1024 /dev/urandom > /etc/munge/munge.key")
+    slurm_cluster.ssh(victim, f"sed -i '/ {slurm_cluster.controller}$/d' /etc/hosts")  # and a file with a diff
     try:
         rc, result = slurm_cluster.deploy("--check")
-        assert rc == 4 and result["changed_hosts"] == [victim], result["hosts"]
+        assert rc == 4 and result["rc"] == 4 and result["changed_hosts"] == [victim], result["hosts"]
         tasks = next(h["changed_tasks"] for h in result["hosts"] if h["host"] == victim)
         assert "Report that the cluster's munge key would be installed (--check)" in tasks
+        [diff] = result["diffs"]  # the hosts file's; the key's task is no_log: no diff, no content
+        assert (diff["task"], diff["nodes"]) == (HOSTS_TASK, [victim])
+        assert re.search(rf"^\+\S+\s+{slurm_cluster.controller}$", diff["diff"], re.MULTILINE), diff
+        assert key.hex() not in json.dumps(result) and "munge.key" not in diff["diff"]
         assert slurm_cluster.ssh(victim, read_key).stdout.split()[0] != hashlib.sha256(key).hexdigest()
     finally:
         rc, result = slurm_cluster.deploy()

@@ -1,5 +1,6 @@
 """A real SSH server on 127.0.0.1 (paramiko's server side, in this process): public-key logins, commands run here
-with `sh -c`, and direct-tcpip forwarding to other loopback ports (a jump host).
+with `sh -c` in a session of their own (as sshd starts them) with their output streamed as it comes, and
+direct-tcpip forwarding to other loopback ports (a jump host).
 
 It records what a client did: connections, authentication attempts (any method, before success or failure),
 logins and commands, so a test can tell a client that stopped at the host key from one that went further.
@@ -114,12 +115,34 @@ class _Handler(paramiko.ServerInterface):
         if not self.ready[channel.get_id()].wait(10):
             channel.close()
             return
-        done = subprocess.run(["sh", "-c", self.commands[channel.get_id()]], capture_output=True, timeout=60)
-        channel.sendall(done.stdout)
-        channel.sendall_stderr(done.stderr)
-        channel.send_exit_status(done.returncode)
-        channel.shutdown_write()  # EOF, then close as sshd does (OpenSSH's client waits for it); the data stays
+        process = subprocess.Popen(["sh", "-c", self.commands[channel.get_id()]], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, start_new_session=True)
+        pumps = [threading.Thread(target=_send, args=(process.stdout, channel.sendall)),
+                 threading.Thread(target=_send, args=(process.stderr, channel.sendall_stderr))]
+        for pump in pumps:
+            pump.start()
+        try:
+            process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        for pump in pumps:
+            pump.join()
+        code = process.wait()
+        try:
+            channel.send_exit_status(code if code >= 0 else 128 - code)  # killed by a signal: as a shell says it
+            channel.shutdown_write()  # EOF, then close as sshd does (OpenSSH's client waits for it); the data stays
+        except (OSError, EOFError):  # the client closed the channel first
+            pass
         channel.close()  # readable on a paramiko client
+
+
+def _send(stream, send) -> None:
+    """Pass a command's output on as it comes; once the client is gone, read it to its end all the same."""
+    for chunk in iter(lambda: stream.read1(65536), b""):
+        try:
+            send(chunk)
+        except (OSError, EOFError):
+            send = lambda _: None  # noqa: E731 - the channel is closed: drain the pipe so the command never blocks
 
 
 def _forward(channel: paramiko.Channel, destination: tuple[str, int]) -> None:

@@ -13,6 +13,7 @@ from provision import change, converge, lifecycle, slurm_admin
 from provision.errors import EXIT_BAD_INPUT, EXIT_CHANGES
 from provision.records import ClusterInfo, NodeInfo
 from provision.remote import CommandResult
+from provision.settings import applied, planned
 from provision.spec.loader import load_spec
 from provision.state import ClusterState
 
@@ -144,7 +145,7 @@ def cli(*args: str, state_dir) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def recorded(tmp_path, monkeypatch):
-    """A spec file and a state that says the cluster has ctl01, cn01 and cn02."""
+    """A spec file and a state that says the cluster has ctl01, cn01 and cn02, deployed with what the spec renders."""
     monkeypatch.setenv("PROVISION_STATE_DIR", str(tmp_path / "state"))
     path = tmp_path / "change.yaml"
     path.write_text(SPEC.format(ctl="ctl", count=2))
@@ -152,6 +153,7 @@ def recorded(tmp_path, monkeypatch):
     state = ClusterState.for_spec(spec)
     change.save_applied(state, lifecycle.planned_cluster(spec).nodes)
     state.mark_stage("deploy", nodes=["ctl01", "cn01", "cn02"])
+    applied.record(state, planned.settings_now(spec, lifecycle.planned_cluster(spec)))
     return path, state
 
 
@@ -176,3 +178,77 @@ def test_up_refuses_to_remove_the_controller_and_changes_nothing(recorded):
     assert "Traceback" not in result.stderr
     assert (state.path / "applied.json").read_text() == applied
     assert sorted(p.name for p in state.path.iterdir()) == before
+
+
+CHANGED = "health: {interval_s: 120}\nsoftware: {slurm: {config: {KillWait: 45}}}\n"
+
+
+def test_plan_shows_each_setting_per_node_with_the_daemons_it_restarts(recorded):
+    path, state = recorded
+    path.write_text(SPEC.format(ctl="ctl", count=2) + CHANGED)
+    result = cli("plan", str(path), "--json", state_dir=state.root)
+    assert result.returncode == EXIT_CHANGES, result.stderr
+    body = json.loads(result.stdout)["change"]
+    settings = {s["variable"]: s for s in body["settings"]}
+    assert settings["slurm_health_interval"]["before"] == 300 and settings["slurm_health_interval"]["after"] == 120
+    assert settings["slurm_conf_parameters"]["after"] == {"KillWait": "45"}
+    for item in settings.values():
+        assert item["hostlist"] == "cn[01-02],ctl01" and item["restarts"] == ["slurmctld", "slurmd"]
+    assert body["restarts"] == ["slurmctld", "slurmd"]
+    assert {n["action"] for n in body["nodes"]} == {"change"}
+    assert body["nodes"][0]["details"] == ["settings: slurm_conf_parameters, slurm_health_interval"]
+    assert body["files"]["slurm.conf"][:2] == ["--- slurm.conf (applied)", "+++ slurm.conf (spec)"]
+    assert {"-HealthCheckInterval=300", "+HealthCheckInterval=120", "+KillWait=45"} <= set(body["files"]["slurm.conf"])
+    text = cli("plan", str(path), state_dir=state.root).stdout
+    assert "slurm_health_interval" in text and "300 -> 120" in text and "restarts: slurmctld, slurmd" in text
+    assert "2 setting(s) change, restarting slurmctld, slurmd" in text
+
+
+def test_up_deploys_again_for_a_setting_and_says_why(recorded):
+    path, state = recorded
+    spec = load_spec(path)
+    provider = lifecycle.get_provider(spec)
+    assert lifecycle._why_deploy(provider, spec, ["ctl01", "cn01", "cn02"]) is None  # the record matches the spec
+    path.write_text(SPEC.format(ctl="ctl", count=2) + CHANGED)
+    changed = load_spec(path)
+    why = lifecycle._why_deploy(lifecycle.get_provider(changed), changed, ["ctl01", "cn01", "cn02"])
+    assert why == ("the spec changes slurm_conf_parameters, slurm_health_interval on cn[01-02],ctl01; "
+                   "restarts slurmctld, slurmd")
+    grown = lifecycle._why_deploy(lifecycle.get_provider(changed), changed, ["ctl01", "cn01", "cn02", "cn03"])
+    assert grown.startswith("cn03 join; the spec changes")
+
+
+def test_a_cluster_whose_last_deploy_recorded_nothing_deploys_once_to_record_it(recorded):
+    path, state = recorded
+    state.remove(applied.DOCUMENT)  # deployed by an older version
+    result = cli("plan", str(path), "--json", state_dir=state.root)
+    assert result.returncode == EXIT_CHANGES
+    body = json.loads(result.stdout)["change"]
+    assert body["settings_recorded"] is False and change.UNRECORDED in body["summary"]
+
+
+def test_plan_on_a_subnet_the_sandbox_chose_keeps_the_addresses_up_keeps(tmp_path, monkeypatch):
+    """The spec's default subnet was taken by another cluster here: the provider recorded another one, and the plan
+    of the running cluster is on that one (not every address changed)."""
+    from provision.providers.sandbox import record
+    from provision.providers.sandbox.record import SandboxRecord
+
+    monkeypatch.setenv("PROVISION_STATE_DIR", str(tmp_path / "state"))
+    path = tmp_path / "auto.yaml"
+    path.write_text(SPEC.format(ctl="ctl", count=2).replace("subnet: 10.98.7.0/24", "os: debian-13"))
+    spec = load_spec(path)
+    state = ClusterState.for_spec(spec)
+    record.save(state, SandboxRecord(cluster="change", subnet="10.99.3.0/24", bridge="pv-change-x",
+                                     bridge_address="10.99.3.1", mirror="http://deb.example/debian", os="debian-13"))
+    cluster = lifecycle.planned_cluster(spec)
+    assert [n.address for n in cluster.nodes] == ["10.99.3.10", "10.99.3.11", "10.99.3.12"]
+    change.save_applied(state, cluster.nodes)
+    state.mark_stage("deploy", nodes=["ctl01", "cn01", "cn02"])
+    applied.record(state, planned.settings_now(spec, cluster))
+    assert cli("plan", str(path), state_dir=state.root).returncode == 0
+    path.write_text(SPEC.format(ctl="ctl", count=3).replace("subnet: 10.98.7.0/24", "os: debian-13"))
+    grown = json.loads(cli("plan", str(path), "--json", state_dir=state.root).stdout)["change"]
+    assert [(n["name"], n["action"], n["details"]) for n in grown["nodes"]] == [
+        *[(name, "change", ["settings: slurm_nodes, slurm_partitions"]) for name in ("ctl01", "cn01", "cn02")],
+        ("cn03", "add", [])]  # no address changes: slurm.conf's node lines do, on every node
+    assert "+10.99.3.13 cn03" in grown["files"]["/etc/hosts"]

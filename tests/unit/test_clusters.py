@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from provision import change, clusters, lifecycle
 from provision.deploy.engine import prune_runs
@@ -42,14 +43,22 @@ def test_a_name_finds_the_spec_copy_and_a_file_or_a_path_stays_what_it_is(tmp_pa
     assert clusters.resolve(clusters.Path("specs/named"), root) == clusters.Path("specs/named")  # a path, not a name
 
 
-def test_list_shows_provider_nodes_and_the_last_verdict(tmp_path):
+def _remembered(tmp_path: Path, applied: bool = True) -> tuple[Path, ClusterState]:
+    """A cluster "named" whose spec (SPEC) was remembered under tmp_path/state, and `applied` (its nodes recorded):
+    (the state root, its state)."""
     root = tmp_path / "state"
     spec_file = tmp_path / "cluster.yaml"
     spec_file.write_text(SPEC)
     spec = load_spec(spec_file).model_copy(update={"state_dir": root})
     clusters.remember_spec(spec, spec_file)
     state = ClusterState(root, "named")
-    change.save_applied(state, lifecycle.planned_cluster(spec).nodes)
+    if applied:
+        change.save_applied(state, lifecycle.planned_cluster(spec).nodes)
+    return root, state
+
+
+def test_list_shows_provider_nodes_and_the_last_verdict(tmp_path):
+    root, state = _remembered(tmp_path)
     for stamp, verdict in (("20260101T000000Z-quick", "fail"), ("20260102T000000Z-quick", "pass")):
         (state.reports_dir / stamp).mkdir(parents=True)
         (state.reports_dir / stamp / "report.json").write_text(json.dumps({"verdict": verdict, "level": "quick"}))
@@ -73,3 +82,22 @@ def test_deploy_keeps_only_the_newest_run_folders(tmp_path):
     assert [p.name for p in removed] == names[:6]
     assert sorted(p.name for p in runs.iterdir()) == names[6:]
     assert prune_runs(runs, 19) == [] and prune_runs(tmp_path / "absent", 3) == []
+
+
+def _reports(state: ClusterState, runs: list[tuple[str, dict]]) -> None:
+    for stamp, document in runs:
+        (state.reports_dir / stamp).mkdir(parents=True)
+        (state.reports_dir / stamp / "report.json").write_text(json.dumps(document))
+
+
+def test_list_never_shows_a_partial_run_as_the_clusters_verdict(tmp_path):
+    root, state = _remembered(tmp_path, applied=False)
+    grow = {"verdict": "warn", "level": "quick", "scope": {"kind": "partial", "nodes": ["cn03"], "peers": ["cn01"]}}
+    _reports(state, [("20260101T000000Z-quick", grow)])
+    assert clusters.known(root)[0].certified == "warn (quick, partial: cn03)"  # no full run yet
+    _reports(state, [("20260102T000000Z-quick", {"verdict": "fail", "level": "quick"}),  # before scope: a full run
+                     ("20260103T000000Z-quick", {**grow, "verdict": "pass"}),
+                     ("20260104T000000Z-quick", {**grow, "scope": {**grow["scope"], "nodes": ["cn04", "cn05"]}})])
+    assert clusters.known(root)[0].certified == "fail (quick); newer: warn (quick, partial: cn04, cn05)"
+    _reports(state, [("20260105T000000Z-full", {"verdict": "pass", "level": "full", "scope": {"kind": "full"}})])
+    assert clusters.known(root)[0].certified == "pass (full)"

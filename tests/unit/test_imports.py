@@ -135,7 +135,7 @@ def test_only_the_lifecycle_and_the_spec_look_up_a_provider():
     outside = {m for m in MODULES if not m.startswith("provision.providers")}
     users = {m for m in outside if any(n.startswith("provision.providers") for n in imports(m, type_only=True))}
     assert users == {"provision.lifecycle", "provision.spec.model", "provision.spec.loader",
-                     "provision.spec.validators", "provision.spec.example"}
+                     "provision.spec.validators", "provision.spec.example", "provision.spec.locations"}
     for module in users - {"provision.lifecycle"}:  # spec/ knows the union of the sections, through the registry
         assert {n for n in imports(module) if n.startswith("provision.providers")} <= {
             "provision.providers", "provision.providers.registry"}, module

@@ -153,3 +153,24 @@ def test_up_renders_the_inventory_once_and_its_deploy_uses_it(monkeypatch, tmp_p
     lifecycle.STAGE_CALLS["inventory"](run)
     lifecycle.STAGE_CALLS["deploy"](run)
     assert rendered == [{"read_hardware": True}] and [o.render_inventory for o in deployed] == [False]
+
+
+def test_nodes_that_joined_are_certified_in_their_reservation_and_a_never_certified_cluster_then_whole(
+        monkeypatch, tmp_path):
+    """A grow of a cluster brought up with --skip-certify: the held node in maintenance would fail a whole-cluster
+    run, so it is certified (and released) inside its reservation first, then the whole cluster."""
+    state = ClusterState(tmp_path, "unit")
+    calls = []
+    monkeypatch.setattr(lifecycle.converge, "held", lambda state, cluster: ["node02"])
+    monkeypatch.setattr(lifecycle.converge, "certify_held",
+                        lambda spec, cluster, nodes, options, progress: calls.append(("held", nodes)) or
+                        certify_run("pass"))
+    monkeypatch.setattr(lifecycle, "run_certify",
+                        lambda spec, cluster, options, progress: calls.append(("whole",)) or certify_run("pass"))
+    run = lifecycle._Run(SPEC, FakeProvider(state), lifecycle.UpView(), todo=lifecycle.STAGES, cluster=CLUSTER)
+    lifecycle.STAGE_CALLS["certify"](run)
+    assert calls == [("held", ["node02"]), ("whole",)]
+    calls.clear()
+    state.mark_stage("certify", nodes=["ctl01", "node01"])  # a certified cluster: the joining node only
+    lifecycle.STAGE_CALLS["certify"](run)
+    assert calls == [("held", ["node02"])]

@@ -75,3 +75,25 @@ def test_only_nodes_drained_with_the_prefix_are_resumed():
                            "c4|draining|certify: mpi.start\n")
     assert slurm_admin.resume_drained(ctl, ["c1", "c2", "c3", "c4"], "certify:", sleep=lambda s: None) == ["c1", "c4"]
     assert "scontrol update nodename='c[1,4]' state=resume" in ctl.commands
+
+
+class Busy(Controller):
+    """A controller whose nodes run the given jobs, one squeue answer per poll."""
+
+    def __init__(self, polls: list[str]) -> None:
+        super().__init__()
+        self.polls = polls
+
+    def __call__(self, command: str) -> CommandResult:
+        if command.startswith("squeue"):
+            self.commands.append(command)
+            return CommandResult("ctl01", 0, self.polls.pop(0) if self.polls else "", "")
+        return super().__call__(command)
+
+
+def test_waiting_for_jobs_says_which_jobs_how_long_and_the_timeout():
+    lines: list[str] = []
+    slurm_admin.wait_for_jobs(Busy(["41\n42\n", "41\n42\n", "42\n", ""]), ["c1", "c2"], 600.0, False, lines.append,
+                              sleep=lambda s: None)
+    assert lines == ["waiting for job(s) 41, 42 on c[1-2]: 0 s of 600 s (--drain-timeout)",
+                     "waiting for job(s) 42 on c[1-2]: 0 s of 600 s (--drain-timeout)"]  # the same jobs: said once

@@ -21,6 +21,11 @@ Order of one run (quick on 4 sandbox nodes: about 15 s):
 The controller-only node is no Slurm compute node: the probe (GPU, filesystem) and slurm.slurmd do
 not apply to it; it takes part in node.reachable, munge.credential (as the reference), config.files (as the
 reference), slurm.controller and the network matrix.
+
+A partial run (`CertifyOptions.nodes`: a grow, `certify --release`, a rolling batch) judges the controller and those
+nodes only, and measures them against up to MAX_PEERS compute nodes in service (control/peers.py): the network
+matrix and the package comparison take the peers in, the MPI job spans them (control/peer_mpi.py), and each certified
+node is judged by its pairs in aggregate (judging/partial.py). The report's scope names the nodes and the peers.
 """
 from __future__ import annotations
 
@@ -33,7 +38,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from provision.certify import bundle
-from provision.certify.control import consistency, gpu_jobs, network, node_definition, slurm_checks, srun, user_steps
+from provision.certify.control import (consistency, gpu_jobs, network, node_definition, peer_mpi, peers, slurm_checks,
+                                       srun, user_steps)
 from provision.certify.control.drain import drain
 from provision.certify.control.fleet import Fleet
 from provision.certify.control.session import PREFIX, Session, expectation_for, now_iso, step
@@ -41,7 +47,7 @@ from provision.certify.judging.assemble import assemble, parse_probe_output
 from provision.certify.probe.expect import LEVELS
 from provision.certify.probe.document import ProbeDocument
 from provision.certify.probe.records import CheckResult
-from provision.certify.records import ClusterReport
+from provision.certify.records import ClusterReport, RunScope
 from provision.certify.report import ReportPaths, write_to_state
 from provision.errors import CertifyError, UsageError
 from provision.lock import cluster_lock
@@ -69,6 +75,8 @@ class CertifyOptions:
     iperf3_seconds: int = network.IPERF3_SECONDS
     nccl_tests: str = gpu_jobs.NCCL_TESTS_BIN
     reservation: str | None = None  # run every Slurm job inside this reservation (nodes held until certified)
+    nodes: tuple[str, ...] = ()  # certify only these compute nodes (a partial run), measured against peers in service
+    max_peers: int = peers.MAX_PEERS  # how many peers a partial run measures against, at most
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -118,28 +126,46 @@ def certify(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions = C
 
 def collect(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions,
             progress: Progress = silent) -> ClusterReport:
-    """Measure everything and assemble the report (nothing written)."""
-    run = Session(spec, cluster, options, progress)
+    """Measure everything and assemble the report (nothing written). With `options.nodes`, a partial run: the
+    controller and those nodes are judged, measured against a few peers in service (certify.control.peers)."""
+    judged = certified(cluster, options.nodes)
+    run = Session(spec, judged, options, progress)
     started = now_iso()
     with Fleet(cluster, slurm_reservation=options.reservation) as fleet:
-        progress(f"certify {options.level}: connecting to {len(cluster.nodes)} nodes")
-        unreachable = fleet.connect(cluster.nodes)
-        run.checks += [slurm_checks.reachable_check(n.name, unreachable.get(n.name)) for n in cluster.nodes]
+        progress(f"certify {options.level}: connecting to {len(judged.nodes)} nodes")
+        unreachable = fleet.connect(judged.nodes)
+        run.checks += [slurm_checks.reachable_check(n.name, unreachable.get(n.name)) for n in judged.nodes]
         try:
+            if options.nodes and fleet.reachable(run.controller):
+                peers.join(run, fleet, cluster, options.max_peers)
+            elif options.nodes:
+                run.scope = RunScope("partial", tuple(options.nodes), (), "no peer: the controller is unreachable")
             eligible = _prechecks(run, fleet)
             answered = _probe(run, fleet, eligible)
             user_steps.definitions(run, fleet, answered)
             _fs_verify(run, fleet, answered)
             user_steps.whole_nodes(run, fleet, answered)
-            user_steps.mpi(run, fleet, answered)
+            (peer_mpi.mpi if run.scope.partial else user_steps.mpi)(run, fleet, answered)
             _sbatch_and_network(run, fleet, answered)
             _gpu_jobs(run, fleet, answered)
         finally:
             _cleanup(run, fleet)
-    return assemble(cluster=cluster.name, level=options.level, nodes=cluster.nodes, probes=run.probes,
+    return assemble(cluster=cluster.name, level=options.level, nodes=judged.nodes, probes=run.probes,
                     started_at=started, finished_at=now_iso(), fs_verify=run.fs_verify, nccl=run.nccl,
                     pairs=run.pairs, extra_checks=run.checks, probed=[n.name for n in run.compute],
-                    spec_digest=digest.of_spec(spec))
+                    spec_digest=digest.of_spec(spec), scope=run.scope)
+
+
+def certified(cluster: ClusterInfo, nodes: tuple[str, ...]) -> ClusterInfo:
+    """The nodes a run judges: every node, or (a partial run) the controller and the named compute nodes."""
+    if not nodes:
+        return cluster
+    unknown = sorted(set(nodes) - {n.name for n in cluster.with_role("compute")})
+    if unknown:
+        raise UsageError(f"cannot certify {', '.join(unknown)}: not a compute node of cluster {cluster.name}",
+                         hint="name compute nodes the spec has")
+    return cluster.model_copy(update={"nodes": tuple(n for n in cluster.nodes
+                                                     if n.name in nodes or n.has_role("controller"))})
 
 
 def _expectation(run: Session, node: NodeInfo) -> str:
@@ -285,12 +311,14 @@ def _sbatch(run: Session, fleet: Fleet, nodes: list[str]) -> CheckResult:
 
 
 def _network(run: Session, fleet: Fleet) -> None:
-    """Pairwise matrix over every reachable node: ib_write_bw where all compute nodes have RDMA, else iperf3."""
-    reachable = [n for n in run.cluster.nodes if fleet.reachable(n.name)]
+    """Pairwise matrix over every reachable node (and a partial run's peers): ib_write_bw where all compute nodes
+    have RDMA, else iperf3."""
+    reachable = [n for n in [*run.cluster.nodes, *run.peers] if fleet.reachable(n.name)]
     compute = [n.name for n in run.compute if n.name in run.probes and run.probes[n.name].mode == "probe"]
     rdma, device = network.rdma_device(run.probes, compute)
-    if rdma and len(compute) >= 2:
-        addresses = {n.name: n.address or n.name for n in run.compute if n.name in compute}
+    if rdma and len(compute) + len(run.peers) >= 2:
+        addresses = {n.name: n.address or n.name for n in [*run.compute, *run.peers]
+                     if n.name in compute or n in run.peers}
         run.progress(f"ib_write_bw matrix over {len(addresses)} nodes")
         run.pairs = network.measure_rdma(fleet, addresses, network.IbWriteBw(port=18515, device=device))
         return

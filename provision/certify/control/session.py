@@ -15,6 +15,7 @@ from provision.certify.judging.netmatrix import PairResult
 from provision.certify.probe.document import ProbeDocument
 from provision.certify.probe.expect import NodeExpectation
 from provision.certify.probe.records import CheckResult
+from provision.certify.records import RunScope
 from provision.records import ClusterInfo, NodeInfo, Progress
 from provision.spec.model import ClusterSpec
 
@@ -50,7 +51,7 @@ class Session:
     """What one collection accumulates."""
 
     spec: ClusterSpec
-    cluster: ClusterInfo
+    cluster: ClusterInfo  # the nodes judged: the whole cluster, or the controller and the nodes of a partial run
     options: object  # run.CertifyOptions
     progress: Progress
     run_id: str = field(default_factory=new_run_id)
@@ -61,6 +62,10 @@ class Session:
     nccl: list[NcclJob] = field(default_factory=list)
     precheck: dict[str, str] = field(default_factory=dict)  # node -> its pre-check output
     view: dict[str, Definition] = field(default_factory=dict)  # the controller's node definitions
+    scope: RunScope = field(default_factory=RunScope)  # full, or partial with its peers (certify.control.peers)
+    peers: list[NodeInfo] = field(default_factory=list)  # in-service nodes a partial run measures against
+    peer_idle: dict[str, int] = field(default_factory=dict)  # peer -> its idle CPUs when chosen
+    peer_precheck: dict[str, str] = field(default_factory=dict)  # peer -> its package versions (pre-check text)
 
     @property
     def controller(self) -> str:

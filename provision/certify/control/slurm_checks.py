@@ -251,8 +251,9 @@ def sbatch_check(job_id: str | None, accounted: Accounted | None, error: str | N
 
 
 def drain_reason(checks: Sequence[str]) -> str:
-    """"certify: <check ids>", each id once, cut to a length sinfo -R shows whole."""
-    reason = "certify: " + ",".join(dict.fromkeys(checks))
+    """"certify:<check ids>", each id once, the first one from the 9th character (sinfo -R shows 20), cut to 200
+    characters; "certify:" is how `certify --release` knows its own drains (converge.CERTIFY_REASON)."""
+    reason = "certify:" + ",".join(dict.fromkeys(checks))
     return reason if len(reason) <= 200 else reason[:197] + "..."
 
 

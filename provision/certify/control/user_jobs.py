@@ -32,7 +32,8 @@ IMMEDIATE_S = 60  # how long the whole-node job waits for the nodes before they 
 WHOLE_NODE_TIMEOUT_S = IMMEDIATE_S + 60
 MPI_TIMEOUT_S = 180
 MPI_MARK = "mpi "
-_BUSY = ("Immediate execution impossible", "Unable to allocate resources: Resource temporarily unavailable")
+_BUSY = ("Immediate execution impossible", "Unable to allocate resources: Resource temporarily unavailable",
+         "Unable to allocate resources: Requested nodes are busy")
 
 
 def whole_node_steps(nodes: Sequence[str], view: Mapping[str, Definition], job_name: str) -> list[Step]:
@@ -55,13 +56,13 @@ def whole_node_checks(step: Step, output: StepOutput) -> list[CheckResult]:
     memory = next(a for a in step.extra if a.startswith("--mem=")).split("=")[1]
     asked = f"--exclusive -c {cpus} --mem={memory}"
     missing = output.missing(step.nodes)
-    busy = any(marker in line for line in output.general for marker in _BUSY)
+    refused = busy(output)
     out = []
     for node in step.nodes:
         base = dict(node=node, threshold=f"{cpus} CPUs", unit="CPUs", source=f"srun {asked}")
         if node in missing:
-            verdict = "warn" if busy else "fail"
-            why = (f"the node was not free within {IMMEDIATE_S} s (jobs hold it); not judged" if busy else
+            verdict = "warn" if refused else "fail"
+            why = (f"the node was not free within {IMMEDIATE_S} s (jobs hold it); not judged" if refused else
                    f"the job asking for the whole node did not run: {missing[node]}")
             out.append(CheckResult("slurm.node_resources", verdict, **base, detail=why))
             continue
@@ -75,10 +76,17 @@ def whole_node_checks(step: Step, output: StepOutput) -> list[CheckResult]:
     return out
 
 
-def mpi_step(nodes: Sequence[str], ranks_per_node: int, binary: str, job_name: str) -> Step:
-    """The MPI check on every compute node, started by srun over PMIx."""
-    return Step(tuple(nodes), binary, job_name, MPI_TIMEOUT_S, ntasks_per_node=ranks_per_node,
-                extra=("--mpi=pmix",))
+def mpi_step(nodes: Sequence[str], ranks_per_node: int, binary: str, job_name: str,
+             env: tuple[tuple[str, str], ...] = (), extra: tuple[str, ...] = ()) -> Step:
+    """The MPI check on every compute node, started by srun over PMIx; `env` names the reservation when the run has
+    one (each node's run alone is submitted from the node itself, not from the controller)."""
+    return Step(tuple(nodes), binary, job_name, MPI_TIMEOUT_S, ntasks_per_node=ranks_per_node, env=env,
+                extra=("--mpi=pmix", *extra))
+
+
+def busy(output: StepOutput) -> bool:
+    """Whether a step with --immediate was refused because its nodes were busy."""
+    return any(marker in line for line in output.general for marker in _BUSY)
 
 
 @dataclass(frozen=True)
@@ -111,7 +119,7 @@ def parse_ranks(text: str) -> list[Rank]:
 def alone_step(step: Step, node: str) -> Step:
     """The same MPI check on one node only (to find where MPI cannot start)."""
     return Step((node,), step.command, step.job_name, step.timeout_s, ntasks_per_node=step.ntasks_per_node,
-                extra=step.extra)
+                env=step.env, extra=step.extra)
 
 
 def mpi_failed(step: Step, output: StepOutput) -> bool:

@@ -48,7 +48,7 @@ def mpi(run: Session, fleet: Fleet, answered: list[str]) -> None:
         return
     cpus = [run.view[n].cpus for n in answered if n in run.view and run.view[n].cpus]
     per_node = RANKS_PER_NODE if cpus and min(cpus) >= RANKS_PER_NODE else 1
-    one = user_jobs.mpi_step(answered, per_node, MPI_CHECK, run.job("mpi"))
+    one = user_jobs.mpi_step(answered, per_node, MPI_CHECK, run.job("mpi"), reservation_env(run))
     run.progress(f"MPI job: {len(answered) * per_node} ranks on {len(answered)} nodes (srun --mpi=pmix)")
     output, _, seconds = step(run, fleet, one)
     alone, first_failure = None, None
@@ -66,6 +66,13 @@ def mpi(run: Session, fleet: Fleet, answered: list[str]) -> None:
     run.checks += user_jobs.mpi_checks(one, output, seconds, alone, first_failure)
 
 
+def reservation_env(run: Session) -> tuple[tuple[str, str], ...]:
+    """SLURM_RESERVATION for MPI steps: each node's run alone is submitted from the node, not the controller (whose
+    commands have it), and a node held in the reservation takes no job outside it."""
+    reservation = run.options.reservation
+    return (("SLURM_RESERVATION", reservation),) if reservation else ()
+
+
 def _each_alone(run: Session, fleet: Fleet, one: srun.Step) -> dict[str, srun.StepOutput]:
     """The MPI check on each node by itself, all at once (each node submits its own one-node job)."""
     singles = {node: user_jobs.alone_step(one, node) for node in one.nodes if fleet.reachable(node)}
@@ -75,10 +82,13 @@ def _each_alone(run: Session, fleet: Fleet, one: srun.Step) -> dict[str, srun.St
 
 
 def configuration(run: Session) -> None:
-    """config.files and config.packages on every node that answered the pre-check."""
+    """config.files and config.packages on every node that answered the pre-check; a partial run's peers are part of
+    their group's reference for config.packages, and get no check themselves."""
     configs = {name: consistency.parse(text) for name, text in run.precheck.items()}
     if not configs:
         return
-    groups = {n.name: n.group for n in run.cluster.nodes}
+    groups = {n.name: n.group for n in [*run.cluster.nodes, *run.peers]}
     run.checks += consistency.file_checks(configs, run.controller)
-    run.checks += consistency.package_checks(configs, groups)
+    peers = {name: found for name, text in run.peer_precheck.items()  # a reference, not judged
+             if (found := consistency.parse(text)).packages}
+    run.checks += [c for c in consistency.package_checks({**peers, **configs}, groups) if c.node in configs]

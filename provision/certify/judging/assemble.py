@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from provision import __version__
 from provision.certify import catalogue
-from provision.certify.judging import netmatrix, thresholds
+from provision.certify.judging import netmatrix, partial, thresholds
 from provision.certify.judging.judge import Sample, judge
 from provision.certify.judging.nccl import Fabric, NcclJob, judge_jobs
 from provision.certify.judging.netmatrix import PairResult
@@ -19,7 +19,7 @@ from provision.certify.probe import PROBE_VERSION
 from provision.certify.probe.document import ProbeDocument
 from provision.certify.probe.records import CheckResult, Measurement
 from provision.certify.probe.software import NA, SoftwareInventory
-from provision.certify.records import ClusterReport, NetMatrix, NodeInventory, NodeResult
+from provision.certify.records import ClusterReport, NetMatrix, NodeInventory, NodeResult, RunScope
 from provision.errors import CertifyError
 from provision.records import NodeInfo
 
@@ -49,13 +49,16 @@ def assemble(*, cluster: str, level: str, nodes: Sequence[NodeInfo], probes: Map
              started_at: str, finished_at: str, fs_verify: Mapping[str, ProbeDocument] | None = None,
              nccl: Sequence[NcclJob] = (), pairs: Sequence[PairResult] = (),
              extra_checks: Sequence[CheckResult] = (), probed: Sequence[str] | None = None,
-             spec_digest: str | None = None) -> ClusterReport:
+             spec_digest: str | None = None, scope: RunScope = RunScope()) -> ClusterReport:
     """Every input judged; nodes in the order given; cluster-wide checks after the node results.
 
     `probed` names the nodes the probe was meant to run on (default: all); the others (a controller that
     is no compute node) get no slurm.srun and no fs.checksum check, only what extra_checks says about them;
     with `probed` given, only nodes whose probe ran read the other nodes' files (fs.checksum). The report names
-    this tool's version and `spec_digest`, the spec's fingerprint (provision.spec.digest)."""
+    this tool's version and `spec_digest`, the spec's fingerprint (provision.spec.digest).
+
+    A partial `scope`: the nodes are the controller and the nodes certified; the pairs also reach the scope's peers,
+    which are in the matrix but get no check (judging.partial)."""
     names = [n.name for n in nodes]
     readers = names if probed is None else [n for n in probed if n in probes and probes[n].mode == "probe"]
     probed = names if probed is None else list(probed)
@@ -77,7 +80,7 @@ def assemble(*, cluster: str, level: str, nodes: Sequence[NodeInfo], probes: Map
         (per_node[result.node] if result.node in per_node else cluster_checks).append(result)
     matrix = None
     if pairs:
-        matrix, pair_checks, node_checks = _network(names, list(pairs), probes)
+        matrix, pair_checks, node_checks = _network(names, list(pairs), probes, scope)
         cluster_checks += pair_checks
         for result in node_checks:
             per_node[result.node].append(result)
@@ -87,7 +90,7 @@ def assemble(*, cluster: str, level: str, nodes: Sequence[NodeInfo], probes: Map
                                     node_inventory(probes.get(n.name)) if n.name in probed else None)
                          for n in nodes)
     return ClusterReport(cluster, level, started_at, finished_at, node_results, tuple(cluster_checks), matrix,
-                         tool_version=__version__, spec_digest=spec_digest)
+                         tool_version=__version__, spec_digest=spec_digest, scope=scope)
 
 
 def node_inventory(doc: ProbeDocument | None) -> NodeInventory | None:
@@ -251,12 +254,17 @@ def _explain_cluster(result: CheckResult, fabric: Fabric) -> CheckResult:
     return CheckResult(**{**result.to_dict(), "detail": "; ".join(filter(None, [result.detail, why]))})
 
 
-def _network(names: list[str], pairs: list[PairResult],
-             probes: Mapping[str, ProbeDocument]) -> tuple[NetMatrix, list[CheckResult], list[CheckResult]]:
+def _network(names: list[str], pairs: list[PairResult], probes: Mapping[str, ProbeDocument],
+             scope: RunScope) -> tuple[NetMatrix, list[CheckResult], list[CheckResult]]:
+    """The matrix and its checks; in a partial run over the peers too, each certified node judged in aggregate."""
     rdma = all(p.tool == "ib_write_bw" for p in pairs)
     floor = thresholds.link_floor(_nic_rate(probes)) if rdma else None
-    pair_checks, node_checks = netmatrix.judge_network(names, pairs, floor)
-    return netmatrix.build(names, pairs), pair_checks, node_checks
+    everyone = names + [p for p in scope.peers if p not in names]
+    pair_checks, node_checks = netmatrix.judge_network(everyone, pairs, floor)
+    if scope.partial:
+        pair_checks, node_checks = partial.judge_network(list(scope.nodes), pairs, pair_checks, node_checks,
+                                                         netmatrix.suspects(everyone, pairs))
+    return netmatrix.build(everyone, pairs), pair_checks, node_checks
 
 
 __all__ = ["NcclJob", "PairResult", "assemble", "parse_probe_output"]

@@ -1,7 +1,9 @@
 """The report as JUnit XML: a test suite per node (and one for cluster-wide checks), a test case per check.
 
 fail -> <failure>, na -> <skipped>, warn -> a passing case whose <system-out> starts with "WARN", so CI
-systems show warnings without failing the build on them.
+systems show warnings without failing the build on them. A partial run (some nodes measured against peers in
+service) says so in the name of the <testsuites> ("certify demo (partial: 1 node (compute05) against peers ...)")
+and names its cross-node suite "partial" instead of "cluster".
 
 Durations: a suite's time is the run's wall time (every node's checks ran within it, side by side), or the sum
 of its cases if that is more. A check whose value is in seconds takes that as its time; the suite's remaining
@@ -21,6 +23,7 @@ from provision.certify.records import ClusterReport
 from provision.certify.report.summary import is_number, wall_seconds
 
 CLUSTER_SUITE = "cluster"
+PARTIAL_SUITE = "partial"  # the cluster-wide suite of a partial run: its checks span the nodes certified and peers
 FOLD_ABOVE = 64  # results of one check id in one suite above which the passing ones are folded into one case
 
 
@@ -106,11 +109,13 @@ def _suite(parent: ET.Element, cluster: str, name: str, checks: list[CheckResult
 def render(report: ClusterReport) -> str:
     """JUnit XML text with an XML declaration."""
     wall_s = wall_seconds(report) or 0.0
-    root = ET.Element("testsuites", name=f"certify {report.cluster}", failures=str(report.counts()["fail"]),
+    name = f"certify {report.cluster}" + (f" ({report.scope.headline()})" if report.scope.partial else "")
+    root = ET.Element("testsuites", name=name, failures=str(report.counts()["fail"]),
                       errors="0", skipped=str(report.counts()["na"]), time=seconds(wall_s))
     cases = sum(_suite(root, report.cluster, node.name, list(node.checks), wall_s) for node in report.nodes)
     if report.checks:
-        cases += _suite(root, report.cluster, CLUSTER_SUITE, list(report.checks), wall_s)
+        suite = PARTIAL_SUITE if report.scope.partial else CLUSTER_SUITE
+        cases += _suite(root, report.cluster, suite, list(report.checks), wall_s)
     root.set("tests", str(cases))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

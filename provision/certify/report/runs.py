@@ -1,8 +1,10 @@
 """Every certify run of a cluster, read back from the report.json files of its reports folder.
 
-One RunSummary per run folder: when, level, verdict, counts, wall time and a few headline figures (the median of
-a check id's values, the ids named in HEADLINES, their units from the catalogue). Reports of any 1.x schema are
-read; a folder whose report.json is missing or cannot be read becomes a note, never an error.
+One RunSummary per run folder: when, level, verdict, counts, wall time, scope and a few headline figures (the
+median of a check id's values, the ids named in HEADLINES, their units from the catalogue). Reports of any 1.x schema
+are read (one without a scope was a full run); a folder whose report.json is missing or cannot be read becomes a
+note, never an error. A partial run (some nodes against peers in service) is a run of those nodes: the index lists it
+as such, and the cluster's trends leave it out (trend.py).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from statistics import median
 from typing import Any
 
 from provision.certify import catalogue
+from provision.certify.records import RunScope
 from provision.certify.report.summary import is_number
 
 REPORT_FILE, PAGE_FILE = "report.json", "report.html"
@@ -50,6 +53,12 @@ class RunSummary:
     wall_s: float | None
     figures: dict[str, float | None]  # Headline.key -> value (None when the run has none)
     has_page: bool  # report.html is there to link to
+    scope: RunScope = RunScope()  # full, or the nodes a partial run certified and its peers
+
+    @property
+    def partial(self) -> bool:
+        """A run of some nodes, not of the cluster."""
+        return self.scope.partial
 
 
 @dataclass(frozen=True)
@@ -91,8 +100,9 @@ def summarise(folder: str, document: dict[str, Any], has_page: bool) -> RunSumma
     figures: dict[str, float | None] = {k: (median(values[k]) if values.get(k) else None) for k, _ in HEADLINES}
     figures[WALL_TIME[0]] = wall
     counts = {v: int(document["counts"].get(v, 0)) for v in ("pass", "warn", "fail", "na")}
+    scope = RunScope.from_dict(document.get("scope"))
     return RunSummary(folder, str(document["cluster"]), str(document["started_at"]), str(document["level"]),
-                      str(document["verdict"]), counts, wall, figures, has_page)
+                      str(document["verdict"]), counts, wall, figures, has_page, scope)
 
 
 def wall_seconds(started: object, finished: object) -> float | None:

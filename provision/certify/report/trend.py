@@ -1,7 +1,8 @@
 """Trend lines for the runs index: a headline figure across runs, oldest to newest, as SVG coordinates.
 
 Computed here so the template only writes a polyline and a circle per point; runs without the figure are
-skipped, and a figure no run has gets no chart.
+skipped, and a figure no run has gets no chart. Partial runs (a grow, a release, a rolling batch: a few nodes
+against peers) are left out: their figures and their few seconds are not the cluster's.
 """
 from __future__ import annotations
 
@@ -43,8 +44,8 @@ class Trend:
 
 
 def trends(runs: tuple[RunSummary, ...], headlines: tuple[Headline, ...]) -> list[Trend]:
-    """A trend per headline some run has; `runs` newest first, as the index lists them."""
-    oldest_first = list(reversed(runs))
+    """A trend per headline some full run has; `runs` newest first, as the index lists them."""
+    oldest_first = [r for r in reversed(runs) if not r.partial]
     out = []
     for headline in headlines:
         found = [(r.folder, r.figures.get(headline.key)) for r in oldest_first]

@@ -64,7 +64,16 @@ class SandboxProvider(Provider):
     def describe(self) -> ClusterInfo:
         """Planned nodes with their recorded address and live state (running, stopped, absent)."""
         rec = record.load(self.state)
-        nodes = tuple(self._node_info(n, rec) for n in self._planned(rec))
+        return self._cluster(tuple(self._node_info(n, rec) for n in self._planned(rec)), rec)
+
+    def planned(self) -> ClusterInfo:
+        """The spec's nodes on the subnet this cluster runs on (chosen at its first `up`, another one than the spec's
+        default when that was taken), reached as root with the cluster's key; no live check."""
+        rec = record.load(self.state)
+        return self._cluster(tuple(n.model_copy(update={"ssh_port": 22}) for n in self._planned(rec)), rec)
+
+    def _cluster(self, nodes: tuple[NodeInfo, ...], rec: SandboxRecord | None) -> ClusterInfo:
+        """The cluster record of these nodes: root with the cluster's key, the apt proxy and bridge as role facts."""
         variables = {"provision_apt_proxy": rec.proxy_url,
                      "provision_sandbox_bridge_address": rec.bridge_address} if rec else {}
         return ClusterInfo(name=self.spec.name, provider=self.name, nodes=nodes, ssh_user="root",

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from provision.certify.probe.nodehealth import PREFIX, checks, gpu
+from provision.certify.probe.nodehealth import checks, gpu, reason
 from provision.certify.probe.nodehealth.__main__ import main
 from provision.certify.probe.nodehealth.config import GpuExpectation, HealthConfig
 from provision.certify.probe.nodehealth.passes import one_pass
 from provision.certify.probe.nodehealth.run import Deadline
-from provision.certify.probe.nodehealth.slurm import parse_node, reason_text
+from provision.certify.probe.nodehealth.slurm import parse_node
 
 REAL_DRAINED = ("NodeName=compute03 CoresPerSocket=2  CPUAlloc=0 CPUEfctv=2 CPUTot=2 CPULoad=N/A "
                 "AvailableFeatures=(null) ActiveFeatures=(null) Gres=(null) NodeAddr=compute03 NodeHostName=compute03  "
@@ -27,6 +27,26 @@ REAL_DRAINED = ("NodeName=compute03 CoresPerSocket=2  CPUAlloc=0 CPUEfctv=2 CPUT
                 "CurrentWatts=0 AveWatts=0 ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s "
                 "Reason=admin: bad fan [root@2026-11-23T18:26:22]")
 REAL_IDLE = REAL_DRAINED.replace("State=UNKNOWN+DRAIN", "State=IDLE").split(" Reason=")[0]
+# Recorded on a sandbox node of Slurm 22.05.8 (an admin's reason with "key=value" and "|" in it)
+REAL_MIXED_DRAIN = (
+    "NodeName=compute01 Arch=x86_64 CoresPerSocket=2  CPUAlloc=1 CPUEfctv=2 CPUTot=2 CPULoad=4.59 "
+    "AvailableFeatures=(null) ActiveFeatures=(null) Gres=(null) NodeAddr=compute01 NodeHostName=compute01 "
+    "Version=22.05.8 OS=Linux 6.18.44-fc-v782 #1 SMP PREEMPT_DYNAMIC @0  RealMemory=22900 AllocMem=11450 "
+    "FreeMem=20029 Sockets=1 Boards=1 State=MIXED+DRAIN ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A "
+    "Partitions=batch  BootTime=2026-11-27T13:59:53 SlurmdStartTime=2026-11-27T15:55:46 "
+    "LastBusyTime=2026-11-27T15:55:46 CfgTRES=cpu=2,mem=22900M,billing=2 AllocTRES=cpu=1,mem=11450M CapWatts=n/a "
+    "CurrentWatts=0 AveWatts=0 ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s "
+    "Reason=admin: swap fan | ticket=123 (rack 4, slot 7) [root@2026-11-27T15:56:18]")
+# ... and of 24.11.5 (ResumeAfterTime, two spaces before Reason)
+REAL_MIXED_DRAIN_24 = (
+    "NodeName=compute01 Arch=x86_64 CoresPerSocket=2  CPUAlloc=1 CPUEfctv=2 CPUTot=2 CPULoad=6.68 "
+    "AvailableFeatures=(null) ActiveFeatures=(null) Gres=(null) NodeAddr=compute01 NodeHostName=compute01 "
+    "Version=24.11.5 OS=Linux 6.18.44-fc-v782 #1 SMP PREEMPT_DYNAMIC @0  RealMemory=22900 AllocMem=11450 "
+    "FreeMem=19658 Sockets=1 Boards=1 State=MIXED+DRAIN ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A "
+    "Partitions=batch  BootTime=2026-11-27T13:59:54 SlurmdStartTime=2026-11-27T16:16:10 "
+    "LastBusyTime=2026-11-27T16:16:10 ResumeAfterTime=None CfgTRES=cpu=2,mem=22900M,billing=2 "
+    "AllocTRES=cpu=1,mem=11450M CurrentWatts=0 AveWatts=0  "
+    "Reason=admin: swap fan | ticket=123 (rack 4, slot 7) [root@2026-11-27T16:18:01]")
 
 FAKE_SCONTROL = """#!{python}
 import json, sys, time
@@ -98,16 +118,58 @@ def node(tmp_path: Path):
 def test_a_real_scontrol_line_gives_state_and_reason():
     drained = parse_node(REAL_DRAINED)
     assert drained.state == "UNKNOWN+DRAIN" and drained.reason == "admin: bad fan"
-    assert drained.drained and not drained.drained_by(PREFIX)
+    assert drained.drained and not drained.drained_by_health
     idle = parse_node(REAL_IDLE)
     assert idle.state == "IDLE" and idle.reason == "" and not idle.drained
     assert parse_node("slurm_load_node error: Invalid node name specified") is None
 
 
-def test_the_reason_names_prefix_check_and_evidence_in_one_bounded_line():
-    text = reason_text(PREFIX, [("health.munge", "munge: Error:\nFailed = socket"), ("health.mount[/shared]", "")])
-    assert text == f"{PREFIX}: health.munge: munge: Error: Failed : socket; health.mount[/shared]"
-    assert len(reason_text(PREFIX, [("health.config", "x" * 500)])) == 200
+
+@pytest.mark.parametrize("line", [REAL_MIXED_DRAIN, REAL_MIXED_DRAIN_24], ids=["22.05", "24.11"])
+def test_a_reason_with_key_value_text_in_it_is_read_whole(line):
+    drained = parse_node(line)
+    assert drained.state == "MIXED+DRAIN" and drained.reason == "admin: swap fan | ticket=123 (rack 4, slot 7)"
+    assert drained.drained and not drained.drained_by_health
+
+
+def test_the_reason_names_the_check_evidence_and_program_in_one_bounded_line():
+    text = reason.text([("health.munge", "munge: Error:\nFailed = socket"), ("health.mount[/shared]", "")])
+    assert text == "hc:munge: munge: Error: Failed : socket; mount[/shared] (gpu-provision-health)"
+    long = reason.text([("health.config", "x" * 500)])
+    assert len(long) == 200 and long.endswith("... (gpu-provision-health)") and reason.is_own(long)
+
+
+# The first failed check of every check the program has, with evidence as it writes it: sinfo -R's default column
+# (20 characters) shows the check's name whole, or the part that tells it apart.
+FIRST_20 = [
+    ("health.munge", 'munge: Error: Failed to access "/run/munge/munge.socket.2"', "hc:munge: munge: Err"),
+    ("health.slurmd", "no slurmd process is running", "hc:slurmd: no slurmd"),
+    ("health.mount[/shared]", "/shared is not mounted", "hc:mount[/shared]: /"),
+    ("health.config", "/etc/slurm/slurm.conf sha1 0123 (deployed 4567)", "hc:config: /etc/slur"),
+    ("health.gpu.count", "2 GPUs, the spec says 4", "hc:gpu.count: 2 GPUs"),
+    ("health.gpu.ecc.volatile_uncorrected[0]", "3", "hc:gpu.ecc.volatile_"),
+    ("health.gpu.row_remap.failure[1]", "yes", "hc:gpu.row_remap.fai"),
+    ("health.xid", "Xid 79 on 0000:3b:00.0 (fallen off the bus)", "hc:xid: Xid 79 on 00"),
+]
+
+
+@pytest.mark.parametrize(("check", "evidence", "shown"), FIRST_20)
+def test_sinfo_r_default_width_shows_the_failed_check(check, evidence, shown):
+    assert reason.text([(check, evidence)])[:20] == shown
+
+
+@pytest.mark.parametrize(("text", "own"), [
+    ("hc:munge: munge: Error (gpu-provision-health)", True),
+    (reason.text([("health.xid", "Xid 79")]), True),
+    ("gpu-provision-health: health.munge: munge: Error", True),  # set by an earlier version: still resumed
+    ("hc: bad fan", False),  # an admin's, in the same shorthand
+    ("admin: bad fan (gpu-provision-health)", False),
+    ("certify: slurm.srun", False),
+    ("gpu-provision-rolling: batch 2: deploy failed", False),
+    ("", False),
+])
+def test_the_program_knows_its_own_reasons_and_no_other(text, own):
+    assert reason.is_own(text) is own
 
 
 def test_a_healthy_node_is_left_alone(node):
@@ -117,12 +179,12 @@ def test_a_healthy_node_is_left_alone(node):
     assert saved["ok"] is True and {c["check"] for c in saved["checks"]} == {"health.munge", "health.config"}
 
 
-def test_a_failed_check_drains_with_the_prefix_and_a_pass_resumes(node):
+def test_a_failed_check_drains_naming_the_check_and_a_pass_resumes(node):
     Path(next(iter(node.cfg.files))).write_text("ClusterName=edited\n")
     record = one_pass(node.cfg)
     assert not record.ok and record.action == "drained"
     assert node.slurm()["state"] == "IDLE+DRAIN"
-    assert node.slurm()["reason"].startswith(f"{PREFIX}: health.config: ") and "slurm.conf" in node.slurm()["reason"]
+    assert node.slurm()["reason"].startswith("hc:config: ") and "slurm.conf" in node.slurm()["reason"]
     assert one_pass(node.cfg).action == "still drained" and len(node.updates()) == 1  # no second update
     Path(next(iter(node.cfg.files))).write_text("ClusterName=t\n")
     assert one_pass(node.cfg).action == "resumed"
@@ -135,6 +197,13 @@ def test_a_drain_with_another_reason_is_never_touched(node):
     Path(next(iter(node.cfg.files))).write_text("changed\n")
     assert one_pass(node.cfg).action == "left alone"
     assert node.slurm()["reason"] == "admin: bad fan" and node.updates() == []
+
+
+def test_a_drain_of_an_earlier_version_is_resumed_and_one_in_its_shorthand_by_hand_is_not(node):
+    node.set(state="IDLE+DRAIN", reason="gpu-provision-health: health.munge: munge: Error")
+    assert one_pass(node.cfg).action == "resumed" and node.slurm() == {"state": "IDLE", "reason": ""}
+    node.set(state="IDLE+DRAIN", reason="hc: swapping the fan")
+    assert one_pass(node.cfg).action == "none" and node.slurm()["reason"] == "hc: swapping the fan"
 
 
 def test_munge_down_without_a_private_munged_reports_instead_of_hanging(node):

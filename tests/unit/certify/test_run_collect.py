@@ -266,10 +266,10 @@ def test_a_package_version_two_nodes_of_a_group_disagree_on_names_both(sandbox):
 def test_drain_failed_drains_only_failed_compute_nodes_naming_the_checks(sandbox):
     sandbox.faults = {"slurmd_off": {"node01"}}
     result = runner.certify(SPEC, CLUSTER, runner.CertifyOptions(drain_failed=True))
-    assert result.drained == {"node01": "certify: slurm.srun,slurm.slurmd"}
+    assert result.drained == {"node01": "certify:slurm.srun,slurm.slurmd"}
     drains = [c for _, c in sandbox.log if c.startswith("scontrol update")]
     assert [shlex.split(c) for c in drains] == [["scontrol", "update", "nodename=node01", "state=drain",
-                                                 "reason=certify: slurm.srun,slurm.slurmd"]]
+                                                 "reason=certify:slurm.srun,slurm.slurmd"]]
     assert not result.ok and result.failed_nodes == ["node01"]
 
 

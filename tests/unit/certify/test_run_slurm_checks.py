@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 
+from provision import converge
 from provision.certify.control import slurm_checks as sc
 
 OK = {"munge_rc": "0", "munge": "STATUS: Success (0)", "slurmd": "active"}
@@ -124,9 +125,15 @@ def test_srun_all_names_the_missing_nodes():
 def test_drain_command_names_each_failed_check_once_and_is_quoted():
     command = sc.drain_command("node01", ["slurm.srun", "node.reachable", "slurm.srun"])
     assert shlex.split(command) == ["scontrol", "update", "nodename=node01", "state=drain",
-                                    "reason=certify: slurm.srun,node.reachable"]
+                                    "reason=certify:slurm.srun,node.reachable"]
     long = sc.drain_reason([f"check.number_{i}" for i in range(40)])
     assert len(long) == 200 and long.endswith("...")
+
+
+def test_a_drain_reason_names_the_failed_check_in_sinfo_r_width_and_certify_knows_it_as_its_own():
+    reason = sc.drain_reason(["slurm.srun", "node.reachable"])
+    assert reason[:20] == "certify:slurm.srun,n"  # sinfo -R's default column: the first check whole
+    assert reason.startswith(converge.CERTIFY_REASON)  # `certify --release` resumes it (and older "certify: ...")
 
 
 def test_reachable_check():

@@ -8,7 +8,7 @@ from test_certify_report import sample_report
 
 from provision.certify.probe.records import CheckResult
 from provision.certify.records import ClusterReport, NodeResult
-from provision.certify.report import index, runs, write_reports, write_to_state
+from provision.certify.report import index, json_report, runs, write_reports, write_to_state
 from provision.state import ClusterState
 
 HOSTILE = '<script>alert("x")</script>&"'
@@ -95,8 +95,10 @@ def test_unreadable_reports_are_left_out_with_a_note(tmp_path):
 def test_an_old_report_without_the_new_header_fields_is_read(tmp_path):
     write_runs(tmp_path)
     path = tmp_path / RUNS[0][0] / "report.json"
-    text = path.read_text().replace('"schema_version": "1.2"', '"schema_version": "1.0"')
+    text = path.read_text().replace(f'"schema_version": "{json_report.SCHEMA_VERSION}"', '"schema_version": "1.0"')
+    text = re.sub(r'\s*"scope": \{[^}]*\},', "", text)
     path.write_text(re.sub(r'\s*"(tool_version|spec_digest)": [^,]+,', "", text))
+    assert '"scope"' not in path.read_text() and '"1.0"' in path.read_text()
     assert [r.folder for r in runs.read_runs(tmp_path).runs][-1] == RUNS[0][0]
 
 

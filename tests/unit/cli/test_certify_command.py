@@ -34,7 +34,7 @@ def result(verdict: str) -> CertifyRun:
     report = ClusterReport("unit", "standard", "2026-01-01T00:00:00.000+00:00", "2026-01-01T00:00:09.500+00:00",
                            (NodeResult("node01", (CheckResult("slurm.srun", "pass", node="node01"),)),
                             NodeResult("node02", checks)))
-    return CertifyRun(report, PATHS, drained={"node02": "certify: slurm.slurmd"} if verdict == "fail" else {})
+    return CertifyRun(report, PATHS, drained={"node02": "certify:slurm.slurmd"} if verdict == "fail" else {})
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ def test_certify_command_exits_1_on_a_fail_and_drains_when_asked(cli):
     done = invoke("fail", "--level", "standard", "--drain-failed")
     assert done.exit_code == 1, done.output
     assert seen == [CertifyOptions(level="standard", drain_failed=True)]
-    assert "drained node02: certify: slurm.slurmd" in done.output and "report.html" in done.output
+    assert "drained node02: certify:slurm.slurmd" in done.output and "report.html" in done.output
 
 
 def test_certify_command_json_is_the_versioned_report(cli):

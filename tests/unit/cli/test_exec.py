@@ -10,6 +10,7 @@ from hypothesis import given, strategies as st
 
 from provision import remote
 from provision.cli import main
+from provision.adaptors.ssh import CommandTimeout
 from provision.errors import ConnectionFailure, UsageError
 from provision.records import ClusterInfo, NodeInfo
 from provision.remote import CommandResult
@@ -84,12 +85,39 @@ def test_nodes_run_at_the_same_time_and_results_keep_node_order():
 def test_an_unreachable_node_gives_255_and_the_others_still_run():
     def runner(cluster, node, command):
         if node.name == "gpu01":
-            raise ConnectionFailure("gpu01: connection refused", hint="is sshd running?")
+            raise ConnectionFailure("gpu01: 10.0.0.1:22: connection refused", hint="is sshd running?")
         return CommandResult(node.name, 0, "ok\n", "")
     results = remote.run_across(CLUSTER, remote.select_nodes(CLUSTER, ["gpu"]), "true", runner)
-    assert [(r.rc, r.stdout, r.stderr) for r in results] == [
-        (255, "", "gpu01: connection refused; is sshd running?\n"), (0, "ok\n", "")]
+    assert [(r.rc, r.stdout, r.stderr, r.error) for r in results] == [
+        (255, "", "", "10.0.0.1:22: connection refused; is sshd running?"), (0, "ok\n", "", None)]
     assert remote.worst_rc(results) == 255
+
+
+def test_a_command_stopped_at_its_timeout_gives_124_with_what_it_wrote():
+    def runner(cluster, node, command):
+        raise CommandTimeout(f"{node.name}: 'sleep 1000' still ran after 5 s; stopped it there", hint="more time",
+                             stdout="partial\n", stderr="")
+    [result] = remote.run_across(CLUSTER, [CLUSTER.controller], "sleep 1000", runner)
+    assert (result.rc, result.stdout, result.error) == (124, "partial\n",
+                                                         "'sleep 1000' still ran after 5 s; stopped it there; more time")
+
+
+def test_the_same_failure_on_several_nodes_folds_into_one_block():
+    def runner(cluster, node, command):
+        raise ConnectionFailure(f"{node.name}: timed out", hint="is the node up?")
+    blocks = remote.fold(remote.run_across(CLUSTER, remote.select_nodes(CLUSTER, ["compute"]), "true", runner))
+    assert [(b.hostlist, b.rc, b.error) for b in blocks] == [("compute[01-03]", 255, "timed out; is the node up?")]
+
+
+def test_all_selects_every_node():
+    assert _names(remote.select_nodes(CLUSTER, ["all"])) == _names(CLUSTER.nodes)
+    assert _names(remote.select_nodes(CLUSTER, ["gpu01", "all"])) == _names(CLUSTER.nodes)
+
+
+def test_an_unknown_node_gets_did_you_mean():
+    with pytest.raises(UsageError, match="'compute4' is not a node of demo; did you mean compute01") as caught:
+        remote.select_nodes(CLUSTER, ["compute4"])
+    assert "(nodes: compute[01-03],ctl01,gpu[01-02])" in str(caught.value)
 
 
 def test_identical_outcomes_fold_into_one_block_with_a_hostlist():
@@ -121,8 +149,11 @@ def fake_ssh(monkeypatch, tmp_path):
         main.run(["init", "-p", "static", "-o", str(spec)])
     calls: list[tuple[str, str]] = []
 
-    def runner(cluster, node, command):
+    def runner(cluster, node, command, timeout):
         calls.append((node.name, command))
+        if command == "hung":  # every node hangs before its SSH greeting; the timeout shows it was passed on
+            raise ConnectionFailure(f"{node.name}: 10.0.0.2:22: accepted the connection but sent no SSH greeting "
+                                    f"(timeout {timeout:.0f} s)", hint="check the node")
         return CommandResult(node.name, 2 if node.name == "gpu02" else 0, f"kernel 6.1 {command}\n",
                              "warn\n" if node.name == "gpu02" else "")
     monkeypatch.setattr(remote, "run_on", runner)
@@ -156,5 +187,31 @@ def test_exec_json_gives_each_node_its_status_and_output(fake_ssh, capsys):
     spec, _ = fake_ssh
     assert _run_cli("exec", str(spec), "-n", "gpu[01-02]", "--json", "--", "uname") == 2
     assert json.loads(capsys.readouterr().out) == {"rc": 2, "nodes": [
-        {"node": "gpu01", "rc": 0, "stdout": "kernel 6.1 uname\n", "stderr": ""},
-        {"node": "gpu02", "rc": 2, "stdout": "kernel 6.1 uname\n", "stderr": "warn\n"}]}
+        {"node": "gpu01", "rc": 0, "stdout": "kernel 6.1 uname\n", "stderr": "", "error": None},
+        {"node": "gpu02", "rc": 2, "stdout": "kernel 6.1 uname\n", "stderr": "warn\n", "error": None}]}
+
+
+def test_exec_to_an_unreachable_node_names_it_and_the_cause(fake_ssh, capsys):
+    spec, _ = fake_ssh
+    assert _run_cli("exec", str(spec), "-n", "gpu01", "--timeout", "7", "--", "hung") == 255
+    shown = capsys.readouterr()
+    assert shown.out == "" and shown.err == ("error: gpu01: 10.0.0.2:22: accepted the connection but sent no SSH "
+                                             "greeting (timeout 7 s); check the node\n")
+
+
+def test_exec_json_carries_the_reason_and_no_traceback(fake_ssh, capsys):
+    spec, _ = fake_ssh
+    assert _run_cli("exec", str(spec), "-n", "all", "--json", "--", "hung") == 255
+    shown = capsys.readouterr()
+    nodes = json.loads(shown.out)["nodes"]
+    assert len(nodes) > 1 and {n["rc"] for n in nodes} == {255} and all(n["stderr"] == "" for n in nodes)
+    assert all(n["error"].startswith("10.0.0.2:22: accepted the connection") for n in nodes)
+    assert "Traceback" not in shown.out + shown.err and shown.err == ""
+
+
+def test_exec_on_several_nodes_folds_the_failure_under_their_hostlist(fake_ssh, capsys):
+    spec, _ = fake_ssh
+    assert _run_cli("exec", str(spec), "-n", "gpu[01-02]", "--", "hung") == 255
+    shown = capsys.readouterr()
+    assert shown.out == "---------------\ngpu[01-02] (2 nodes, exit 255)\n---------------\n"
+    assert shown.err.startswith("error: gpu[01-02]: 10.0.0.2:22: accepted the connection")

@@ -87,9 +87,19 @@ def test_plan_notes_and_table_cells_print_plain(screen, text):
 @pytest.mark.parametrize("text", TRICKY)
 def test_plan_of_a_change_prints_file_lines_plain(screen, text):
     diff = SimpleNamespace(nodes=[], files={text: [text]}, hourly_before=None, hourly_after=None,
-                           summary=lambda: text)
+                           summary=lambda: text, settings=[], restarts=[], notes=[text])
     plan_view.print_change(diff)
-    assert screen.out.getvalue().endswith(f"{text}:\n  {text}\n{text}\n")
+    assert screen.out.getvalue().endswith(f"note: {text}\n{text}:\n  {text}\n{text}\n")
+
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_plan_of_a_setting_change_prints_values_plain(screen, text):
+    from provision.settings.diff import SettingChange
+    setting = SettingChange("slurm_conf_parameters", None, text, ("n1",), ("slurm",), (text,))
+    plan_view.print_settings(SimpleNamespace(settings=[setting], restarts=[text], notes=[]))
+    shown = screen.out.getvalue()
+    assert f"restarts: {text}\n" in shown
+    assert "(unset) -> " in shown and text[:8] in shown
 
 
 @pytest.mark.parametrize("text", TRICKY)

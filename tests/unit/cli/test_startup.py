@@ -10,8 +10,9 @@ import sys
 
 import pytest
 
-from provision import preflight, slurm_admin
+from provision import preflight, remote, slurm_admin
 from provision.cli import options
+from provision.deploy import records
 
 HEAVY = ("paramiko", "boto3", "botocore", "ansible_runner", "jinja2",
          "provision.lifecycle", "provision.spec.model", "provision.records", "provision.certify.control",
@@ -60,3 +61,5 @@ def test_a_command_still_loads_the_library_it_uses(tmp_path):
 def test_the_defaults_the_cli_repeats_equal_the_library_s():
     assert options.DRAIN_TIMEOUT_S == slurm_admin.DEFAULT_DRAIN_TIMEOUT_S
     assert options.PREFLIGHT_CONCURRENCY == preflight.DEFAULT_CONCURRENCY
+    assert options.KEEP_RUNS == records.KEEP_RUNS
+    assert options.EXEC_TIMEOUT_S == remote.DEFAULT_TIMEOUT_S

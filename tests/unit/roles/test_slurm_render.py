@@ -57,7 +57,10 @@ CASES = {
                  + [_node("l40s01", "l40s", ("L40S", 4)), _node("l40s02", "l40s", ("L40S", 4), cpus=32)]
                  + [_node("l40s03", "l40s", ("L40S", 4))],
                  {"gpu01": HGX_HW, "gpu02": HGX_HW, "gpu03": HGX_HW, "l40s01": L40S_HW, "l40s02": L40S_HW},
-                 {"provision_sandbox": False, "slurm_cgroup_enabled": True, "_slurm_autodetect_nvml": True}),
+                 {"provision_sandbox": False, "slurm_cgroup_enabled": True, "_slurm_autodetect_nvml": True,
+                  # the spec's software.slurm.config: ReturnToService replaces the role's own line
+                  "slurm_conf_parameters": {"SchedulerParameters": "bf_continue,bf_max_job_test=500",
+                                            "KillWait": "60", "ReturnToService": "1"}}),
     # explicit device files (no NVML plugin), and no accounting: slurmctld would refuse AccountingStorageTRES then
     "gres-files": ([_node("one01", "one", ("L4", 1)), _node("eight01", "eight", ("H100-SXM", 8))],
                    {"one01": SANDBOX_HW, "eight01": HGX_HW},

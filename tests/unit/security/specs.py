@@ -19,7 +19,7 @@ def bases_for(tmp_path: Path) -> dict[str, dict]:
                 "slurm": {"source": "repository", "repository_url": "http://slurm.example.internal/debian",
                           "repository_key": str(SLURM_KEY), "repository_key_fingerprint": SLURM_KEY_FINGERPRINT,
                           "repository_suite": "bookworm", "repository_components": ["main"],
-                          "version": "24.11.5-1site",
+                          "version": "24.11.5-1site", "config": {"KillWait": "45", "SchedulerParameters": "bf_continue"},
                           "packages": {"client": ["slurm-smd-client"], "controller": ["slurm-smd-slurmctld"],
                                        "compute": ["slurm-smd-slurmd"], "accounting": ["slurm-smd-slurmdbd"]}},
                 "mirrors": {name: f"http://mirror.example.internal/{name}" for name in (

@@ -6,8 +6,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from provision.certify.probe.nodehealth import PREFIX
-
 DEFAULT_PATH = Path("/etc/gpu-provision/health.json")
 
 
@@ -24,7 +22,6 @@ class HealthConfig:
     """One node's health checks and where the program keeps its record."""
 
     node: str  # the node's name in Slurm
-    prefix: str = PREFIX
     deadline_s: float = 8.0  # the whole pass, checks and Slurm calls
     state_dir: Path = Path("/var/lib/gpu-provision/health")
     slurmd: bool = True  # the node runs slurmd (a compute node)
@@ -47,8 +44,7 @@ class HealthConfig:
         files = data.get("files", {})
         if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
             raise ValueError("health config: 'files' must map paths to SHA-1 digests")
-        return cls(node=data["node"], prefix=str(data.get("prefix", PREFIX)),
-                   deadline_s=float(data.get("deadline_s", 8.0)),
+        return cls(node=data["node"], deadline_s=float(data.get("deadline_s", 8.0)),
                    state_dir=Path(data.get("state_dir", "/var/lib/gpu-provision/health")),
                    slurmd=bool(data.get("slurmd", True)), mounts=tuple(str(m) for m in data.get("mounts", ())),
                    files=dict(files), gpu=GpuExpectation(str(gpu.get("model", "")), gpu["count"]) if gpu else None,

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from provision.certify.probe.nodehealth import checks, gpu
+from provision.certify.probe.nodehealth import checks, gpu, reason as own_reason
 from provision.certify.probe.nodehealth.config import HealthConfig
 from provision.certify.probe.nodehealth.run import Deadline
-from provision.certify.probe.nodehealth.slurm import Slurm, private_munge, reason_text
+from provision.certify.probe.nodehealth.slurm import Slurm, private_munge
 from provision.certify.probe.records import CheckResult
 
 LAST = "last.json"  # the last pass, read by `provision health`
@@ -67,14 +67,14 @@ def tell_slurm(cfg: HealthConfig, deadline: Deadline, failures: list[tuple[str, 
         if node is None:
             return f"slurmctld unreachable: {why}", ""
         if failures:
-            reason = reason_text(cfg.prefix, failures)
-            if node.drained and not node.drained_by(cfg.prefix):
+            reason = own_reason.text(failures)
+            if node.drained and not node.drained_by_health:
                 return "left alone", node.reason
-            if node.drained_by(cfg.prefix) and node.reason == reason:
+            if node.drained_by_health and node.reason == reason:
                 return "still drained", reason
             done = slurm.drain(reason)
             return ("drained", reason) if done.ok else (f"drain failed: {done.first_error()}", reason)
-        if node.drained_by(cfg.prefix):
+        if node.drained_by_health:
             done = slurm.resume()
             return ("resumed", "") if done.ok else (f"resume failed: {done.first_error()}", node.reason)
         return "none", node.reason

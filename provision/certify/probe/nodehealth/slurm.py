@@ -1,4 +1,5 @@
-"""What a pass tells Slurm: drain with PREFIX and the failed check, resume what PREFIX drained, touch nothing else.
+"""What a pass tells Slurm: drain with a reason naming the failed check, resume what the program drained (its own
+reasons, nodehealth.reason), touch nothing else.
 
 Every call is bounded by the pass's deadline, so an unreachable slurmctld ends the pass instead of hanging it.
 Slurm's RPCs need a munge credential: when the node's munged is down (the very fault to report), the pass starts a
@@ -17,12 +18,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from provision.certify.probe.nodehealth import reason as own_reason
 from provision.certify.probe.nodehealth.config import HealthConfig
 from provision.certify.probe.nodehealth.run import Deadline, Done, run
 
-REASON_MAX = 200
 _STATE = re.compile(r"(?:^|\s)State=(?P<state>\S+)")
 _REASON = re.compile(r"(?:^|\s)Reason=(?P<reason>.*?)(?:\s+\[[^\]]*@[^\]]*\])?(?:\s+\w+=|$)")
+# Slurm ends a reason with [user@time]: up to that, a reason is whole even with "key=value" in it
+_REASON_SET = re.compile(r"(?:^|\s)Reason=(?P<reason>.*?)\s\[[^\]\s@]*@[^\]\s]*\](?:\s|$)")
 
 
 @dataclass(frozen=True)
@@ -37,9 +40,10 @@ class NodeState:
         """Drained or draining (no new job starts)."""
         return any(flag.startswith("DRAIN") for flag in self.state.upper().split("+"))
 
-    def drained_by(self, prefix: str) -> bool:
-        """Drained by this program (its reason starts with the prefix)."""
-        return self.drained and self.reason.startswith(prefix)
+    @property
+    def drained_by_health(self) -> bool:
+        """Drained by this program (one of its own reasons)."""
+        return self.drained and own_reason.is_own(self.reason)
 
 
 def parse_node(text: str) -> NodeState | None:
@@ -47,17 +51,9 @@ def parse_node(text: str) -> NodeState | None:
     state = _STATE.search(text)
     if not state:
         return None
-    reason = _REASON.search(text)
+    reason = _REASON_SET.search(text) or _REASON.search(text)
     value = reason["reason"].strip() if reason else ""
     return NodeState(state["state"], "" if value in ("(null)", "none") else value)
-
-
-def reason_text(prefix: str, failures: list[tuple[str, str]]) -> str:
-    """"<prefix>: <check>: <evidence>; <check>: ..." in one line, at most REASON_MAX characters."""
-    parts = [f"{check}: {detail}" if detail else check for check, detail in failures]
-    text = f"{prefix}: " + "; ".join(parts)
-    text = re.sub(r"\s+", " ", text).replace("=", ":")
-    return text if len(text) <= REASON_MAX else text[:REASON_MAX - 3] + "..."
 
 
 class Slurm:
