@@ -43,9 +43,21 @@ $(BIN)/.installed: $(LOCK) pyproject.toml
 
 venv: $(BIN)/.installed  ## create .venv with the package and its test extras, from requirements.lock
 
-test: deps venv  ## static checks (ruff), then the whole test suite (unit, moto, sandbox end-to-end)
+# The unit and moto tests share nothing with the sandbox's end-to-end tests (no cluster, no bridge, no state root),
+# and the end-to-end tests leave the CPUs mostly idle (they wait on nodes): the two run side by side, the unit log
+# printed after the end-to-end one, and `make test` fails when either does.
+UNIT_LOG := build/test-unit.log
+
+test: deps venv  ## static checks (ruff), then the whole test suite (unit and moto beside sandbox end-to-end)
 	$(BIN)/ruff check --no-cache provision tests bench playbooks
-	$(BIN)/pytest
+	@mkdir -p $(dir $(UNIT_LOG))
+	@$(BIN)/pytest -m "not e2e" -p no:cacheprovider > $(UNIT_LOG) 2>&1 & unit=$$!; \
+	$(BIN)/pytest -m e2e; e2e=$$?; \
+	wait $$unit; unit=$$?; \
+	echo "======== unit and moto tests (run beside the end-to-end tests): $(UNIT_LOG) ========"; \
+	cat $(UNIT_LOG); \
+	echo "make test: unit and moto tests exit $$unit, end-to-end tests exit $$e2e"; \
+	test $$unit -eq 0 && test $$e2e -eq 0
 
 lock:  ## refresh requirements.lock to the newest versions pyproject.toml allows (then run `make test`)
 	test -x $(LOCK_TOOL)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOL) && $(LOCK_TOOL)/bin/pip install -q uv==$(UV_VERSION); }

@@ -1,5 +1,5 @@
 """`provision deploy` on a real terminal (tmux) shows the live per-stage view: hosts done / running / failed per
-stage, each stage's elapsed time and the task running now; the recap replaces it at the end."""
+stage, each stage's elapsed time and the task running now; the per-stage summary and the recap replace it at the end."""
 from __future__ import annotations
 
 import re
@@ -46,11 +46,19 @@ def test_a_deploy_on_a_terminal_shows_per_stage_host_counts_and_elapsed_time(slu
     finally:
         _tmux(server, "kill-server")  # our server only, by its socket
     assert rc_file.exists() and rc_file.read_text().strip() == "0", screens[-1]
-    rows = [m.groupdict() for screen in screens for m in ROW.finditer(screen)]
+    live = [screen for screen in screens if "deploy summary" not in screen]  # the summary's rows look alike
+    rows = [m.groupdict() for screen in live for m in ROW.finditer(screen)]
     hosts = len(slurm_cluster.info.nodes)
     first = [r for r in rows if r["stage"].startswith("Prepare every node")]
     assert {(r["done"], r["running"], r["failed"]) for r in first} >= {(str(hosts), "0", "0")}, screens
     assert any(int(r["running"]) > 0 for r in rows), "no screen showed a stage with hosts running"
     assert all(re.fullmatch(r"\d+ s|\d+m\d\ds|\d+h\d\dm", r["elapsed"]) for r in rows)
-    assert any("stage" in s and "elapsed" in s and "task" in s for s in screens)
-    assert "deploy recap" in screens[-1] and ROW.search(screens[-1]) is None  # the live view gave way to the recap
+    assert any("stage" in s and "elapsed" in s and "task" in s for s in live)
+    # The live view gave way to the summary (per stage: hosts ok, changed, failed, time) and the per-host recap.
+    final = screens[-1]
+    assert "deploy summary" in final and "deploy recap" in final, final
+    assert not any("running" in line and "elapsed" in line for line in final.splitlines()), final
+    summary = [m.groupdict() for m in ROW.finditer(final)]
+    counts = {r["stage"]: sum(int(r[k]) for k in ("done", "running", "failed")) for r in summary}  # ok+changed+failed
+    assert all(0 < count <= hosts for count in counts.values()), final
+    assert [count for stage, count in counts.items() if stage.startswith("Prepare every node")] == [hosts], final

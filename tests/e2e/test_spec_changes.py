@@ -101,8 +101,9 @@ def test_another_spec_file_with_the_same_name_cannot_shrink_the_cluster(slurm_cl
     state = lifecycle.get_provider(load_spec(original)).state
     before = {name: (state.path / name).read_text() for name in ("applied.json", "stages.json", "spec.yaml")}
     other = tmp_path / "cluster.yaml"  # an experiment elsewhere that kept the name
-    other.write_text(original.read_text().replace("  - name: store\n    roles: [compute, storage]\n    count: 2\n",
-                                                  "  - name: store\n    roles: [compute, storage]\n    count: 1\n"))
+    shrunk = original.read_text().replace("  - name: store\n    roles: [compute, storage]\n    count: 2\n",
+                                          "  - name: store\n    roles: [compute, storage]\n    count: 1\n")
+    other.write_text(shrunk.replace("  replica: 2\n", "  replica: 1\n"))  # a valid spec: one brick node, one copy
     assert other.read_text() != original.read_text()
     for command in (["up", "--skip-certify"], ["deploy"], ["down"]):
         done = provision(command[0], str(other), *command[1:], check=False)
