@@ -11,6 +11,11 @@ from contextlib import redirect_stderr, redirect_stdout
 
 from provision.cli.main import run
 
+# The bound catches a command that hangs or blows up (a FIFO read, an alias bomb), not a slow one: it is the figure a
+# test gives times LOADED, room for a 2-core CI that runs the end-to-end tests beside this suite. Speed is measured
+# in bench/, never here.
+LOADED = 3
+
 
 def cli(*argv: str, limit_s: float = 5.0) -> tuple[int, str]:
     """Run `provision ARGV` in this process: (exit code, stderr); fails on a traceback or if it takes too long (a
@@ -24,7 +29,8 @@ def invoke(*argv: str, limit_s: float = 5.0) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     start = time.monotonic()
     previous = signal.signal(signal.SIGALRM, _hung)
-    signal.setitimer(signal.ITIMER_REAL, limit_s + 5)
+    bound = limit_s * LOADED
+    signal.setitimer(signal.ITIMER_REAL, bound + 5)
     try:
         with redirect_stdout(out), redirect_stderr(err):
             try:
@@ -35,7 +41,7 @@ def invoke(*argv: str, limit_s: float = 5.0) -> tuple[int, str, str]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    assert time.monotonic() - start < limit_s, f"provision {' '.join(argv)} took {time.monotonic() - start:.1f} s"
+    assert time.monotonic() - start < bound, f"provision {' '.join(argv)} took {time.monotonic() - start:.1f} s"
     assert "Traceback" not in err.getvalue(), err.getvalue()
     return code, out.getvalue(), err.getvalue()
 

