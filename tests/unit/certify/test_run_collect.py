@@ -149,15 +149,21 @@ class FakeSandbox(Fleet):
         return Outcome(name, 0, "\n".join(out) + "\n")
 
 
-@pytest.fixture
-def sandbox(tmp_path, monkeypatch):
+def install_fleet(fleet: type[FakeSandbox], tmp_path, monkeypatch) -> type[FakeSandbox]:
+    """Certify's runs and drains talk to this fake fleet (no faults yet, an empty log, a shared folder of the test's);
+    reports are not written to a cluster's state."""
     shared = tmp_path / "shared"
     shared.mkdir()
-    FakeSandbox.faults, FakeSandbox.shared, FakeSandbox.log = {}, shared, []
-    monkeypatch.setattr(runner, "Fleet", FakeSandbox)
-    monkeypatch.setattr(drainer, "Fleet", FakeSandbox)
+    fleet.faults, fleet.shared, fleet.log = {}, shared, []
+    monkeypatch.setattr(runner, "Fleet", fleet)
+    monkeypatch.setattr(drainer, "Fleet", fleet)
     monkeypatch.setattr(runner, "write_to_state", lambda report, state: None)
-    return FakeSandbox
+    return fleet
+
+
+@pytest.fixture
+def sandbox(tmp_path, monkeypatch):
+    return install_fleet(FakeSandbox, tmp_path, monkeypatch)
 
 
 def failures(report):

@@ -6,9 +6,9 @@ import json
 import shlex
 
 import pytest
-from test_run_collect import CLUSTER, SPEC, FakeSandbox, failures
+from test_run_collect import CLUSTER, SPEC, FakeSandbox, failures, install_fleet
 
-from provision.certify.control import consistency, drain as drainer, run as runner
+from provision.certify.control import consistency, run as runner
 from provision.certify.control.fleet import Outcome
 from provision.certify.control.srun import NODE_MARK
 
@@ -74,13 +74,7 @@ class PartialSandbox(FakeSandbox):
 
 @pytest.fixture
 def sandbox(tmp_path, monkeypatch):
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    PartialSandbox.faults, PartialSandbox.shared, PartialSandbox.log = {}, shared, []
-    monkeypatch.setattr(runner, "Fleet", PartialSandbox)
-    monkeypatch.setattr(drainer, "Fleet", PartialSandbox)
-    monkeypatch.setattr(runner, "write_to_state", lambda report, state: None)
-    return PartialSandbox
+    return install_fleet(PartialSandbox, tmp_path, monkeypatch)
 
 
 def mpi_launches(log):
