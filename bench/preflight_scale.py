@@ -9,8 +9,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from provision import lifecycle
-from provision.lifecycle import get_provider
+from provision.cluster import lifecycle
+from provision.cluster.lifecycle import get_provider
 from provision.preflight import run_preflight
 from provision.spec.loader import load_spec
 

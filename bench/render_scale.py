@@ -7,10 +7,11 @@ from __future__ import annotations
 import argparse
 import time
 
-from provision import inventory, slurm_layout
+from provision import inventory
+from provision.records import ClusterInfo
+from provision.slurm import layout
 from provision.spec.model import ClusterSpec
 from provision.spec.topology import planned_nodes
-from provision.records import ClusterInfo
 
 
 def _spec(size: int) -> ClusterSpec:
@@ -32,8 +33,8 @@ def measure(size: int) -> dict:
     start = time.perf_counter()
     cluster = ClusterInfo(name=spec.name, provider="static", nodes=tuple(planned_nodes(spec)))
     planned = time.perf_counter()
-    nodes = slurm_layout.node_entries(cluster)
-    partitions = slurm_layout.partition_entries(cluster)
+    nodes = layout.node_entries(cluster)
+    partitions = layout.partition_entries(cluster)
     slurm_done = time.perf_counter()
     files = inventory.render(spec, cluster)
     rendered = time.perf_counter()

@@ -47,7 +47,7 @@ class StateError(ProvisionError):
 
 
 class ClusterBusyError(StateError):
-    """Another command holds the cluster's lock (provision.lock); the message names it."""
+    """Another command holds the cluster's lock (provision.cluster.lock); the message names it."""
 
 
 class ProviderError(ProvisionError):

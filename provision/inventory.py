@@ -4,9 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from provision import hardware, slurm_layout, slurm_packages, ssh_options
 from provision.errors import UsageError
+from provision.node import hardware
 from provision.records import ClusterInfo
+from provision.remote import ssh_options
+from provision.slurm import layout, packages
 from provision.spec.model import ROLES, ClusterSpec
 from provision.state import ClusterState, write_private
 from provision.templating import environment
@@ -45,9 +47,9 @@ def render(spec: ClusterSpec, cluster: ClusterInfo) -> dict[str, str]:
         "fs": spec.filesystem,
         "cuda_default": spec.software.cuda.default or spec.software.cuda.versions[-1],
         "controller": cluster.controller.name,
-        "slurm_nodes": slurm_layout.node_entries(cluster, recorded),
-        "slurm_partitions": slurm_layout.partition_entries(cluster, recorded),
-        "slurm_repository": slurm_packages.repository_vars(spec.software.slurm),
+        "slurm_nodes": layout.node_entries(cluster, recorded),
+        "slurm_partitions": layout.partition_entries(cluster, recorded),
+        "slurm_repository": packages.repository_vars(spec.software.slurm),
         "munge_key_file": str(state.secrets.munge_key),
         "db_password_file": str(state.secrets.db_password),
     }

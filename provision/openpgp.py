@@ -1,14 +1,15 @@
 """OpenPGP public keys as APT uses them: read one from a file (ASCII-armored or binary), name its fingerprint, armor it.
 
-Only what a repository's signing key needs, in pure Python (RFC 4880): the packet framing, the version 4 fingerprint
-(SHA-1 over the public key packet) and the armor with its CRC-24. Debian 12's apt verifies with gpgv 2.2, which
-reads version 4 keys only, so other versions are refused here rather than on the nodes.
+GnuPG reads the key, not us: `gpg --show-keys --with-colons` lists what the data holds (public and secret keys, each
+with its fingerprint), and an import into a throw-away home followed by `gpg --export --armor` gives the armored block
+the inventory carries. Debian 12's apt verifies with gpgv 2.2, which reads version 4 keys only (40-digit
+fingerprints), so other versions are refused here rather than on the nodes.
 """
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
+import shutil
+import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,12 +17,15 @@ from provision.errors import UsageError
 from provision.files import FileKind, UnreadableFile, read_regular
 
 MAX_KEY_FILE_BYTES = 1 << 20
+GPG_TIMEOUT_S = 30
 KEY_FILE = FileKind("a signing key", "give the path of the repository's signing key on this machine",
                     "export the repository's signing key alone (gpg --export KEYID)")
-_BEGIN = "-----BEGIN PGP PUBLIC KEY BLOCK-----"
-_END = "-----END PGP PUBLIC KEY BLOCK-----"
-_PUBLIC_KEY, _SECRET_KEY, _SECRET_SUBKEY = 6, 5, 7
-_CRC24_INIT, _CRC24_POLY = 0xB704CE, 0x1864CFB
+_V4_DIGITS = 40
+_ONE_KEY_HINT = ("export the repository's signing key alone (gpg --export KEYID), so that apt trusts that key and "
+                 "no other for the repository")
+_EXPORT_HINT = "give an OpenPGP public key file, armored or binary, as `gpg --export [--armor] KEYID` writes it"
+_SECRET_HINT = ("give the public key only (gpg --export, not --export-secret-keys); the secret key never leaves the "
+                "machine that signs")
 
 
 class KeyFileError(UsageError):
@@ -30,17 +34,22 @@ class KeyFileError(UsageError):
 
 @dataclass(frozen=True)
 class PublicKey:
-    """One transferable public key (primary key, user ids, subkeys, signatures) in binary form."""
+    """One transferable public key: its fingerprint and the key as an ASCII-armored block, both as gpg gives them."""
 
     fingerprint: str  # 40 upper-case hex digits
-    packets: bytes
+    armor: str
 
     def armored(self) -> str:
         """The key as an ASCII-armored block (what apt reads from a keyring file ending in .asc)."""
-        body = base64.b64encode(self.packets).decode()
-        lines = [body[i:i + 64] for i in range(0, len(body), 64)]
-        checksum = base64.b64encode(_crc24(self.packets).to_bytes(3, "big")).decode()
-        return "\n".join([_BEGIN, "", *lines, f"={checksum}", _END]) + "\n"
+        return self.armor
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """What `gpg --show-keys --with-colons` says a file holds."""
+
+    public: list[str]  # the fingerprint of each primary public key
+    secret: int  # how many secret keys
 
 
 def read_public_key(path: Path) -> PublicKey:
@@ -55,109 +64,77 @@ def read_public_key(path: Path) -> PublicKey:
 
 def parse_public_key(data: bytes, name: str = "the key") -> PublicKey:
     """The one public key in armored or binary OpenPGP data."""
-    packets = _dearmor(data, name) if data.lstrip()[:5] == b"-----" else data
-    tags = list(_packets(packets, name))
-    if not tags:
+    if not data.strip():
         raise KeyFileError(f"{name} holds no OpenPGP data", hint=_EXPORT_HINT)
-    if any(tag in (_SECRET_KEY, _SECRET_SUBKEY) for tag, _ in tags):
-        raise KeyFileError(f"{name} holds a secret key", hint="give the public key only (gpg --export, not "
-                           "--export-secret-keys); the secret key never leaves the machine that signs")
-    primaries = [body for tag, body in tags if tag == _PUBLIC_KEY]
-    if tags[0][0] != _PUBLIC_KEY or len(primaries) != 1:
-        raise KeyFileError(f"{name} holds {len(primaries)} public keys, not exactly one", hint=_ONE_KEY_HINT)
-    return PublicKey(_v4_fingerprint(primaries[0], name), packets)
+    if b"PRIVATE KEY BLOCK-----" in data:
+        raise KeyFileError(f"{name} is a secret key (an armored private key block)", hint=_SECRET_HINT)
+    with tempfile.TemporaryDirectory(prefix="gpg-provision-") as home:
+        listing = _show(data, name, Path(home))
+        if listing.secret:
+            raise KeyFileError(f"{name} holds a secret key", hint=_SECRET_HINT)
+        if len(listing.public) != 1:
+            raise KeyFileError(f"{name} holds {len(listing.public)} public keys, not exactly one", hint=_ONE_KEY_HINT)
+        fingerprint = listing.public[0]
+        if len(fingerprint) != _V4_DIGITS:
+            raise KeyFileError(f"{name} is not a version 4 OpenPGP key (its fingerprint has {len(fingerprint)} "
+                               "digits); Debian 12's apt (gpgv 2.2) verifies version 4 keys only",
+                               hint="sign the repository with a version 4 key (gpg 2.2 makes them)")
+        return PublicKey(fingerprint, _armored(data, fingerprint, name, Path(home)))
 
 
-_ONE_KEY_HINT = ("export the repository's signing key alone (gpg --export KEYID), so that apt trusts that key and "
-                 "no other for the repository")
-_EXPORT_HINT = "give an OpenPGP public key file, armored or binary, as `gpg --export [--armor] KEYID` writes it"
+def _show(data: bytes, name: str, home: Path) -> _Listing:
+    """The keys in the data, as gpg lists them without importing anything."""
+    done = _gpg(home, ["--with-colons", "--show-keys"], data)
+    listing = parse_colons(done.stdout.decode("utf-8", "replace"))
+    if done.returncode != 0 and not listing.secret:  # a secret key is named as such, whatever else gpg said
+        raise KeyFileError(f"{name} is not an OpenPGP key gpg can read ({_first_error(done.stderr)})",
+                           hint=_EXPORT_HINT)
+    return listing
 
 
-def _dearmor(data: bytes, name: str) -> bytes:
-    """The binary packets of an ASCII-armored public key block, its CRC-24 checked when present."""
-    lines = [line.strip() for line in data.decode("ascii", "replace").splitlines()]
-    lines = lines[next((i for i, line in enumerate(lines) if line), len(lines)):] or [""]
-    if lines[0] != _BEGIN:
-        what = "a secret key" if "PRIVATE KEY" in lines[0] else "not a public key block"
-        raise KeyFileError(f"{name} is {what} ({lines[0][:60]!r})", hint=_EXPORT_HINT)
+def parse_colons(text: str) -> _Listing:
+    """Primary keys and their fingerprints from gpg's colon listing: a `pub` or `sec` record, then its `fpr` record
+    (subkeys, `sub`/`ssb`, have fingerprints of their own, which are not the key's)."""
+    public: list[str] = []
+    secret, owner = 0, ""
+    for line in text.splitlines():
+        record = line.split(":")
+        kind = record[0]
+        if kind in ("pub", "sec", "sub", "ssb"):
+            owner = kind
+            secret += kind == "sec"
+        elif kind == "fpr" and owner == "pub" and len(record) > 9:
+            public.append(record[9].upper())
+            owner = ""
+    return _Listing(public, secret)
+
+
+def _armored(data: bytes, fingerprint: str, name: str, home: Path) -> str:
+    """The key as gpg exports it armored, after an import into a home of its own (nothing else in it)."""
+    imported = _gpg(home, ["--import"], data)
+    exported = _gpg(home, ["--armor", "--export", fingerprint], b"")
+    armor = exported.stdout.decode("ascii", "replace")
+    if imported.returncode != 0 or exported.returncode != 0 or "BEGIN PGP PUBLIC KEY BLOCK" not in armor:
+        raise KeyFileError(f"{name} cannot be imported by gpg ({_first_error(imported.stderr + exported.stderr)})",
+                           hint=_EXPORT_HINT)
+    return armor
+
+
+def _gpg(home: Path, args: list[str], data: bytes) -> subprocess.CompletedProcess:
+    """gpg in batch mode against a throw-away home (never the user's keyrings, no options file, no agent needed)."""
+    gpg = shutil.which("gpg")
+    if gpg is None:
+        raise KeyFileError("gpg is not installed on this machine; it reads software.slurm.repository_key",
+                           hint="install it (apt-get install gpg; `make deps` does)")
+    argv = [gpg, "--batch", "--no-tty", "--no-options", "--quiet", "--homedir", str(home), "--no-auto-key-locate",
+            *args]
     try:
-        end = lines.index(_END)
-        body_start = lines.index("", 1) + 1  # the armor headers end at the first empty line
-    except ValueError:
-        raise KeyFileError(f"{name} is a cut or malformed armored key", hint=_EXPORT_HINT) from None
-    if any(line.startswith("-----BEGIN") for line in lines[end:]):
-        raise KeyFileError(f"{name} holds more than one armored block", hint=_ONE_KEY_HINT)
-    body = [line for line in lines[body_start:end] if line]
-    checksum = body.pop()[1:] if body and body[-1].startswith("=") else None
-    try:
-        packets = base64.b64decode("".join(body), validate=True)
-        expected = base64.b64decode(checksum, validate=True) if checksum else None
-    except binascii.Error:
-        raise KeyFileError(f"{name} has text that is not base64 inside its armor", hint=_EXPORT_HINT) from None
-    if expected is not None and expected != _crc24(packets).to_bytes(3, "big"):
-        raise KeyFileError(f"{name} fails its armor checksum (the file was changed or cut)", hint=_EXPORT_HINT)
-    return packets
+        return subprocess.run(argv, input=data, capture_output=True, timeout=GPG_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        raise KeyFileError(f"gpg did not read the key within {GPG_TIMEOUT_S} s", hint=_EXPORT_HINT) from None
 
 
-def _packets(data: bytes, name: str):
-    """(tag, body) of each packet; old and new packet formats, definite lengths only (keys have no other)."""
-    offset = 0
-    while offset < len(data):
-        first = data[offset]
-        if not first & 0x80:
-            raise KeyFileError(f"{name} is not OpenPGP data (byte {offset} is no packet header)", hint=_EXPORT_HINT)
-        if first & 0x40:
-            tag, length, offset = first & 0x3F, *_new_length(data, offset + 1, name)
-        else:
-            tag, length, offset = (first >> 2) & 0x0F, *_old_length(data, offset + 1, first & 0x03, name)
-        if offset + length > len(data):
-            raise KeyFileError(f"{name} is cut short inside a packet", hint=_EXPORT_HINT)
-        yield tag, data[offset:offset + length]
-        offset += length
-
-
-def _new_length(data: bytes, at: int, name: str) -> tuple[int, int]:
-    """(body length, body offset) of a new-format packet header."""
-    octets = data[at:at + 5]
-    if not octets or (192 <= octets[0] < 224 and len(octets) < 2) or (octets[0] == 255 and len(octets) < 5):
-        raise KeyFileError(f"{name} is cut short inside a packet header", hint=_EXPORT_HINT)
-    if octets[0] < 192:
-        return octets[0], at + 1
-    if octets[0] < 224:
-        return ((octets[0] - 192) << 8) + octets[1] + 192, at + 2
-    if octets[0] == 255:
-        return int.from_bytes(octets[1:5], "big"), at + 5
-    raise KeyFileError(f"{name} has a partial-length packet, which no key has", hint=_EXPORT_HINT)
-
-
-def _old_length(data: bytes, at: int, kind: int, name: str) -> tuple[int, int]:
-    """(body length, body offset) of an old-format packet header."""
-    if kind == 3:
-        raise KeyFileError(f"{name} has a packet of indeterminate length, which no key has", hint=_EXPORT_HINT)
-    size = (1, 2, 4)[kind]
-    if at + size > len(data):
-        raise KeyFileError(f"{name} is cut short inside a packet header", hint=_EXPORT_HINT)
-    return int.from_bytes(data[at:at + size], "big"), at + size
-
-
-def _v4_fingerprint(body: bytes, name: str) -> str:
-    """SHA-1 over 0x99, the two-octet length and the public key packet (RFC 4880, 12.2)."""
-    version = body[0] if body else 0
-    if version != 4:
-        raise KeyFileError(f"{name} is a version {version} OpenPGP key; Debian 12's apt (gpgv 2.2) verifies "
-                           "version 4 keys only", hint="sign the repository with a version 4 key (gpg 2.2 makes them)")
-    if len(body) > 0xFFFF:
-        raise KeyFileError(f"{name} has a public key packet too long for a version 4 key", hint=_EXPORT_HINT)
-    return hashlib.sha1(b"\x99" + len(body).to_bytes(2, "big") + body, usedforsecurity=False).hexdigest().upper()
-
-
-def _crc24(data: bytes) -> int:
-    """The armor checksum (RFC 4880, 6.1)."""
-    crc = _CRC24_INIT
-    for byte in data:
-        crc ^= byte << 16
-        for _ in range(8):
-            crc <<= 1
-            if crc & 0x1000000:
-                crc ^= _CRC24_POLY
-    return crc & 0xFFFFFF
+def _first_error(stderr: bytes) -> str:
+    """gpg's first message, for the one line we print."""
+    lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
+    return lines[0][:200] if lines else "it said nothing"

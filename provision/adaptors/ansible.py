@@ -18,7 +18,7 @@ from ansible_runner.interface import init_runner
 from ansible_runner.utils import get_callback_dir
 
 from provision.errors import DeployError
-from provision.ssh_options import CONFIG_ENV
+from provision.remote.ssh_options import CONFIG_ENV
 
 # From our environment, only what ansible-playbook and ssh need to run as this user, in this locale.
 _SESSION_ENV = frozenset({"HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "SSH_AUTH_SOCK",

@@ -48,6 +48,12 @@ NOT_FOUND_CODES = frozenset({
     "NoSuchResourceException", "ParameterNotFound", "InvalidKeyPair.NotFound",
 })
 DEPENDENCY_CODES = frozenset({"DependencyViolation", "InvalidPlacementGroup.InUse", "ResourceInUse"})
+# Not-found codes whose request names what is missing (AWS's own message for them may be empty): the request field
+# that holds it, what it is, and how to find the right one (formatted with the value's parent path and the region).
+MISSING = {
+    "ParameterNotFound": ("Name", "SSM parameter", "check the name and the region: `aws ssm get-parameters-by-path "
+                          "--region {region} --path {parent}` lists the parameters published there"),
+}
 
 
 class AlreadyExistsError(CloudError):
@@ -189,7 +195,7 @@ class Aws:
             try:
                 return method(**params)
             except exceptions.sdk_errors as exc:
-                error = self.translate(exc, service, operation)
+                error = self.translate(exc, service, operation, params)
             if not getattr(error, "retryable", False):
                 raise error
             if attempt >= self.policy.max_attempts:
@@ -236,15 +242,16 @@ class Aws:
 
     # --- error translation ------------------------------------------------------------------------
 
-    def translate(self, exc: Exception, service: str, operation: str) -> CloudError:
-        """Map a botocore exception to our CloudError family; `retryable` says whether to try again."""
+    def translate(self, exc: Exception, service: str, operation: str, params: dict | None = None) -> CloudError:
+        """Map a botocore exception to our CloudError family; `retryable` says whether to try again. `params`, the
+        request's, let a not-found error name what was missing (MISSING)."""
         exceptions = _botocore()
         if isinstance(exc, exceptions.ClientError):
             info = exc.response.get("Error") or {}
             code = str(info.get("Code") or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
             if code.isdigit() and not self.official_endpoint(service):
                 return self._unsupported(service, operation, f"HTTP {code} without an AWS error body")
-            return self._from_code(code, info.get("Message", ""), service, operation)
+            return self._from_code(code, info.get("Message", ""), service, operation, params)
         if isinstance(exc, (exceptions.NoCredentialsError, exceptions.PartialCredentialsError)):
             return CloudAuthError(f"no usable AWS credentials for {service} {operation} ({exc})",
                                   hint="set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
@@ -260,9 +267,13 @@ class Aws:
         error.retryable = True
         return error
 
-    def _from_code(self, code: str, message: str, service: str, operation: str) -> CloudError:
+    def _from_code(self, code: str, message: str, service: str, operation: str,
+                   params: dict | None = None) -> CloudError:
         """The CloudError subclass for an AWS error code."""
         text = f"{service} {operation}: {code}: {message}".rstrip(": ")
+        missing = MISSING.get(code)
+        if missing and isinstance((params or {}).get(missing[0]), str):
+            return self._missing(code, f"{service} {operation}: {code}", params[missing[0]], *missing[1:])
         retryable = False
         if code in THROTTLE_CODES:
             error, retryable = ThrottledError(text), True
@@ -286,6 +297,15 @@ class Aws:
             error = CloudError(text)
         error.code = code
         error.retryable = retryable
+        return error
+
+    def _missing(self, code: str, prefix: str, value: str, what: str, fix: str) -> CloudNotFoundError:
+        """A not-found error that names the missing value and how to find the right one."""
+        parent = value.rsplit("/", 1)[0] if "/" in value.strip("/") else "/"
+        error = CloudNotFoundError(f"{prefix}: {what} {value} does not exist in {self.region}",
+                                   hint=fix.format(region=self.region, parent=parent))
+        error.code = code
+        error.retryable = False
         return error
 
     def _unsupported(self, service: str, operation: str, what: str) -> UnsupportedError:

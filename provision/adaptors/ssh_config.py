@@ -21,7 +21,7 @@ import paramiko
 
 from provision.errors import ConnectionFailure
 from provision.limits import clip
-from provision.ssh_options import CONFIG_ENV, config_path
+from provision.remote.ssh_options import CONFIG_ENV, config_path
 
 MAX_HOPS = 8  # jump hosts in a row (ProxyJump chains, a jump host's own ProxyJump)
 MAX_INCLUDE_DEPTH = 16  # as OpenSSH

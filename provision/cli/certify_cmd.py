@@ -23,11 +23,11 @@ def certify(
     It first says what the level adds on this cluster, and what of that is skipped here and why (standard on a
     cluster without GPU nodes: the GPU benchmarks and NCCL)."""
     # The library is imported when the command runs, not when the CLI starts (tests/unit/cli/test_startup.py).
-    from provision import lifecycle
     from provision.certify import levels
     from provision.certify.control.run import CertifyOptions
     from provision.certify.report import json_report
     from provision.cli.certify_view import render
+    from provision.cluster import lifecycle
     from provision.spec.loader import load_spec
 
     options = CertifyOptions(level=level, drain_failed=drain_failed)

@@ -7,7 +7,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from provision import clusters
+from provision.cluster import clusters
 from provision.cli.options import (DRAIN_TIMEOUT_S, DrainTimeoutOpt, ForceOpt, JsonOpt, OrphansOpt, QuietOpt,
                                    RebindOpt, RedoOpt, SkipCertifyOpt, SkipPreflightOpt, SpecArg)
 from provision.cli.output import err, out, print_json, progress_printer
@@ -21,8 +21,8 @@ def plan(spec: SpecArg, json_out: JsonOpt = False) -> None:
     """Show what `up` would create and its hourly cost or, on a running cluster, the nodes it would add, remove or
     change, each setting that changes (before, after, the nodes it reaches, the daemons it restarts) and the diff of
     the cluster-wide files; changes nothing. Exit 4 when a running cluster would change."""
-    from provision import lifecycle
     from provision.cli import plan_view  # ClusterShell: loaded by the commands that fold hostlists
+    from provision.cluster import lifecycle
     from provision.spec.loader import load_spec
 
     loaded = load_spec(spec)
@@ -61,8 +61,8 @@ def status(spec: SpecArg, json_out: JsonOpt = False) -> None:
     """Show every node's state: provider state and address, Slurm state and reason (who drained it, when; held
     nodes), the health program's last verdict, the last certify verdict, and what it runs. When slurmctld does not
     answer it says so and still shows the provider's states."""
-    from provision import lifecycle
     from provision.cli import status_view  # ClusterShell: loaded by the commands that fold hostlists
+    from provision.cluster import lifecycle
     from provision.spec.loader import load_spec
 
     found = lifecycle.status(load_spec(spec))
@@ -75,7 +75,7 @@ def status(spec: SpecArg, json_out: JsonOpt = False) -> None:
 def down(spec: SpecArg, orphans: OrphansOpt = False, rebind: RebindOpt = False, quiet: QuietOpt = False,
          json_out: JsonOpt = False) -> None:
     """Remove everything the cluster's provider created, then prove nothing is left."""
-    from provision import binding, lifecycle
+    from provision.cluster import binding, lifecycle
     from provision.spec.loader import load_spec
 
     loaded = load_spec(spec)
@@ -108,8 +108,8 @@ def up(
     """Create the nodes, preflight them, render the inventory, deploy and certify (resumable); on a running cluster
     whose spec changed: add the new nodes (held until certify passes), drain and remove the ones it no longer names,
     and deploy again when any setting differs from what the last deploy applied."""
-    from provision import lifecycle
     from provision.cli.up_view import TerminalUpView
+    from provision.cluster import lifecycle
     from provision.spec.loader import load_spec
 
     skip = tuple(s for s, off in (("preflight", skip_preflight), ("certify", skip_certify)) if off)

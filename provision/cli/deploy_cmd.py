@@ -36,8 +36,8 @@ def deploy(
         _rolling(spec, rolling, drain_timeout, force, keep_runs, quiet, json_out, rebind)
         return
     # The library is imported when the command runs, not when the CLI starts (tests/unit/cli/test_startup.py).
-    from provision import lifecycle
     from provision.cli.deploy_view import DeployWatch, recap
+    from provision.cluster import lifecycle
     from provision.deploy.records import DeployOptions
 
     options = DeployOptions(tags=tags, limit=limit, check=check, retry_failed=retry_failed, keep_runs=keep_runs)
@@ -53,9 +53,9 @@ def deploy(
 
 def _bound(spec, rebind: bool, check: bool = False):
     """The spec, after the binding check: a file other than the one the cluster was last applied from is named on
-    stderr with its difference, and refused without --rebind unless this is a --check (provision.binding)."""
-    from provision import binding
+    stderr with its difference, and refused without --rebind unless this is a --check (provision.cluster.binding)."""
     from provision.cli.output import err
+    from provision.cluster import binding
     from provision.spec.loader import load_spec
 
     loaded = load_spec(spec)
@@ -67,10 +67,10 @@ def _bound(spec, rebind: bool, check: bool = False):
 def _rolling(spec, batch: str, drain_timeout: float, force: bool, keep_runs: int, quiet: bool, json_out: bool,
              rebind: bool = False) -> None:
     """deploy --rolling: the batches, then one line per batch."""
-    from provision import lifecycle
     from provision.cli.deploy_view import DeployWatch
     from provision.cli.output import out
-    from provision.rolling import RollOptions
+    from provision.cluster import lifecycle
+    from provision.cluster.rolling import RollOptions
 
     options = RollOptions(batch=batch, drain_timeout_s=drain_timeout, force=force, keep_runs=keep_runs)
     loaded = _bound(spec, rebind)

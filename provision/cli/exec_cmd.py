@@ -10,7 +10,7 @@ from provision.cli.options import EXEC_TIMEOUT_S, CommandArg, ExecTimeoutOpt, Js
 from provision.cli.output import err, print_json
 
 if TYPE_CHECKING:
-    from provision.remote import CommandResult, OutputBlock
+    from provision.remote.commands import CommandResult, OutputBlock
 
 
 def exec_(spec: SpecArg, command: CommandArg, node: NodesOpt = [], timeout: ExecTimeoutOpt = EXEC_TIMEOUT_S,
@@ -22,21 +22,22 @@ def exec_(spec: SpecArg, command: CommandArg, node: NodesOpt = [], timeout: Exec
     through; several print one block per distinct output with the nodes that gave it, and exit with the highest
     status: 255 for a node that could not be reached, 124 for a command stopped at --timeout."""
     # The library is imported when the command runs, not when the CLI starts (tests/unit/cli/test_startup.py).
-    from provision import lifecycle, remote
+    from provision.cluster import lifecycle
+    from provision.remote import commands
     from provision.spec.loader import load_spec
 
     cluster = lifecycle.current_cluster(load_spec(spec))
-    nodes = remote.select_nodes(cluster, node)
-    results = remote.run_across(cluster, nodes, remote.command_line(command), timeout=timeout)
+    nodes = commands.select_nodes(cluster, node)
+    results = commands.run_across(cluster, nodes, commands.command_line(command), timeout=timeout)
     if json_out:
-        print_json({"rc": remote.worst_rc(results), "nodes": [_as_dict(r) for r in results]})
+        print_json({"rc": commands.worst_rc(results), "nodes": [_as_dict(r) for r in results]})
     elif len(results) == 1:
         _pass_through(results[0].stdout, results[0].stderr)
         _error(results[0].node, results[0].error)
     else:
-        for block in remote.fold(results):
+        for block in commands.fold(results):
             show_block(block)
-    raise typer.Exit(remote.worst_rc(results))
+    raise typer.Exit(commands.worst_rc(results))
 
 
 def _as_dict(result: CommandResult) -> dict:

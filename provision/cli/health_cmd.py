@@ -14,7 +14,8 @@ def health(spec: SpecArg, now: NowOpt = False, json_out: JsonOpt = False) -> Non
     The program runs on the nodes (Slurm's HealthCheckProgram and the gpu-provision-health service); a failed check
     drains the node with a reason that names the check first ("hc:munge: ... (gpu-provision-health)"), a pass
     resumes only those. Exit 1 when a node failed its pass or has no record."""
-    from provision import health as node_health, lifecycle
+    from provision.cluster import lifecycle
+    from provision.node import health as node_health
     from provision.spec.loader import load_spec
 
     loaded = load_spec(spec)

@@ -12,16 +12,16 @@ from typing import Annotated, Optional
 
 import typer
 
-from provision import clusters
+from provision.cluster import clusters
 from provision.errors import UsageError
 from provision.files import path_problem, shown
 from provision.spec.example import providers
 
-# Defaults the library owns, repeated here so that starting the CLI loads neither slurm_admin nor the preflight
+# Defaults the library owns, repeated here so that starting the CLI loads neither slurm.admin nor the preflight
 # package (pydantic, paramiko); tests/unit/cli/test_startup.py holds each equal to its source.
-DRAIN_TIMEOUT_S = 600.0  # provision.slurm_admin.DEFAULT_DRAIN_TIMEOUT_S
+DRAIN_TIMEOUT_S = 600.0  # provision.slurm.admin.DEFAULT_DRAIN_TIMEOUT_S
 KEEP_RUNS = 20  # provision.deploy.records.KEEP_RUNS
-EXEC_TIMEOUT_S = 300.0  # provision.remote.DEFAULT_TIMEOUT_S
+EXEC_TIMEOUT_S = 300.0  # provision.remote.commands.DEFAULT_TIMEOUT_S
 PREFLIGHT_CONCURRENCY = 32  # provision.preflight.DEFAULT_CONCURRENCY
 
 

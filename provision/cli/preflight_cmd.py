@@ -16,8 +16,8 @@ def preflight(
 ) -> None:
     """Check every node over SSH (reachability, keys, OS, disk, clock, GPUs, fabric); exit 1 on a fail."""
     # The library is imported when the command runs, not when the CLI starts (tests/unit/cli/test_startup.py).
-    from provision import lifecycle
     from provision.cli.preflight_view import render
+    from provision.cluster import lifecycle
     from provision.spec.loader import load_spec
 
     report = lifecycle.preflight(load_spec(spec), accept_new_host_keys=accept_new_host_keys,

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import typer
 
-from provision import clusters
+from provision.cluster import clusters
 from provision.cli.options import (FindingsJsonOpt, InitOutputOpt, InventoryOutputOpt, JsonOpt, NameOpt, OverwriteOpt,
                                    ProviderOpt, SchemaOutputOpt, SpecArg)
 from provision.cli.output import err, out, print_findings, print_json
@@ -78,7 +78,7 @@ def validate(spec: SpecArg, json_out: FindingsJsonOpt = False) -> None:
 
 def inventory(spec: SpecArg, output: InventoryOutputOpt, json_out: JsonOpt = False) -> None:
     """Render the Ansible inventory (hosts, groups, group_vars) for a spec; print the files written."""
-    from provision import lifecycle
+    from provision.cluster import lifecycle
     from provision.spec.loader import load_spec
 
     paths = lifecycle.write_inventory(load_spec(spec), output)

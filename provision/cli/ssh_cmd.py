@@ -13,7 +13,8 @@ def ssh(spec: SpecArg, node: NodeArg, command: SshCommandArg = None) -> None:
     known_hosts, the spec's user and port, the provider's jump host. A command after -- runs instead of the shell
     (provision ssh SPEC compute01 -- uptime); ssh's exit status is the command's."""
     # The library is imported when the command runs, not when the CLI starts (tests/unit/cli/test_startup.py).
-    from provision import lifecycle, login
+    from provision.cluster import lifecycle
+    from provision.remote import login
     from provision.spec.loader import load_spec
 
     argv = login.ssh_argv(lifecycle.current_cluster(load_spec(spec)), node, command or [])

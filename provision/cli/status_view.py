@@ -17,7 +17,7 @@ from rich.text import Text
 from provision import hostlist
 from provision.cli.output import out
 from provision.cli.plan_view import fold
-from provision.slurm_admin import HOLD_RESERVATION
+from provision.slurm.admin import HOLD_RESERVATION
 from provision.status.records import ClusterStatus, NodeStatus
 
 FOLD_ABOVE = 24  # rows fold into hostlists when the cluster has more nodes than this

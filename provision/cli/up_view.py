@@ -5,9 +5,9 @@ from provision.certify.control.run import CertifyRun
 from provision.cli import certify_view, preflight_view
 from provision.cli.deploy_view import DeployWatch, recap
 from provision.cli.output import err, out, progress_printer
+from provision.cluster.lifecycle import UpView
 from provision.deploy.events import PlayProgress
 from provision.deploy.records import DeployResult
-from provision.lifecycle import UpView
 from provision.preflight.records import PreflightReport
 
 

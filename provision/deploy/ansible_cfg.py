@@ -7,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from provision import ssh_options
+from provision.remote import ssh_options
 from provision.resources import playbooks_dir
 from provision.state import ClusterState, private_dir, write_private
 from provision.templating import environment

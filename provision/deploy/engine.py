@@ -8,12 +8,12 @@ from pathlib import Path
 
 from provision import inventory
 from provision.adaptors.ansible import PlaybookRun, run_playbook
+from provision.cluster.lock import cluster_lock
 from provision.deploy import secrets
 from provision.deploy.ansible_cfg import write_ansible_cfg
 from provision.deploy.events import EventTracker, OnUpdate
 from provision.deploy.records import DeployOptions, DeployResult
 from provision.errors import UsageError
-from provision.lock import cluster_lock
 from provision.preflight import ensure_hardware
 from provision.records import ClusterInfo
 from provision.resources import playbooks_dir

@@ -5,14 +5,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 
-from provision import hardware, platforms
-from provision.hardware import NodeHardware
 from provision.adaptors import ssh
 from provision.errors import ConnectionFailure
+from provision.node import hardware, platforms
+from provision.node.hardware import NodeHardware
 from provision.preflight.judge import clock_check, judge, parse_facts, slurm_series
 from provision.preflight.records import Check, NodeReport, PreflightReport, os_of
 from provision.records import ClusterInfo, NodeInfo
-from provision.remote import ssh_target
+from provision.remote.commands import ssh_target
 from provision.state import ClusterState
 
 DEFAULT_CONCURRENCY = 32

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from provision import hostlist, platforms
+from provision import hostlist
 from provision.certify.probe.gpus import model_for_pci_device
-from provision.hardware import NodeHardware, excesses
-from provision.platforms import Platform
+from provision.node import platforms
+from provision.node.hardware import NodeHardware, excesses
+from provision.node.platforms import Platform
 from provision.preflight.records import Check, os_of
 from provision.records import NodeInfo
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-from provision.hardware import NodeHardware
-from provision.platforms import NodeOS, describe
+from provision.node.hardware import NodeHardware
+from provision.node.platforms import NodeOS, describe
 
 Verdict = Literal["pass", "warn", "fail", "n/a"]
 _RANK = {"n/a": 0, "pass": 1, "warn": 2, "fail": 3}

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from provision import change, hostlist, inventory
+from provision import hostlist, inventory
+from provision.cluster import change
 from provision.records import ClusterInfo, NodeInfo
 from provision.settings import applied
 from provision.settings.applied import Settings

@@ -1,7 +1,7 @@
 """Checks of the node OS a spec declares: a supported release per group, and one Slurm series per cluster."""
 from __future__ import annotations
 
-from provision import platforms
+from provision.node import platforms
 from provision.spec.findings import Finding
 from provision.spec.model import ClusterSpec
 

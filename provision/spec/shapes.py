@@ -261,7 +261,7 @@ AmiOwner = Annotated[str, AfterValidator(_matching(
     _AMI_OWNER, "is not an image owner", "write a 12-digit account id, amazon, aws-marketplace or self"))]
 SsmParameter = Annotated[str, AfterValidator(_matching(
     _SSM_PARAMETER, "is not a parameter path (letters, digits and _ . / -)",
-    "write e.g. /aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"))]
+    "write e.g. /aws/service/debian/release/12/latest/amd64"))]
 KeyPairName = Annotated[str, AfterValidator(_matching(
     _KEY_PAIR, "is not a key pair name (letters, digits, spaces and . _ : / ( ) # , @ + = -)",
     "write the key pair's name as the EC2 console shows it"))]

@@ -8,10 +8,11 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from ipaddress import IPv4Address, ip_address
 
-from provision import compat, hostlist
+from provision import hostlist
 from provision.certify.probe.gpus import GPU_MODELS
 from provision.errors import SpecError
 from provision.files import FileKind, UnreadableFile, check_regular
+from provision.node import compat
 from provision.providers import registry
 from provision.spec import os_checks, reserved, topology
 from provision.spec.findings import Finding
@@ -195,7 +196,7 @@ def check_partitions(spec: ClusterSpec) -> list[Finding]:
 
 
 def check_versions(spec: ClusterSpec) -> list[Finding]:
-    """Driver branch, CUDA and NCCL must form a coherent set (provision.compat)."""
+    """Driver branch, CUDA and NCCL must form a coherent set (provision.node.compat)."""
     out = []
     software = spec.software
     branch = software.nvidia_driver.branch

@@ -7,11 +7,11 @@ import shlex
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from provision import health, node_software
-from provision.health import NodeHealth
-from provision.node_software import NodeSoftware
+from provision.node import health, software as node_software
+from provision.node.health import NodeHealth
+from provision.node.software import NodeSoftware
 from provision.records import ClusterInfo, NodeInfo
-from provision.remote import CommandResult, run_across, run_on
+from provision.remote.commands import CommandResult, run_across, run_on
 from provision.status import certified, slurm
 from provision.status.records import UP, CertifyVerdict, ClusterStatus, NodeStatus, SlurmView
 

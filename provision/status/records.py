@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from provision.health import NodeHealth
-from provision.node_software import NodeSoftware
+from provision.node.health import NodeHealth
+from provision.node.software import NodeSoftware
 from provision.records import ClusterInfo, NodeInfo
 
 BUSY = ("allocated", "mixed", "completing")  # base states counted as "alloc"

@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 import shlex
 
-from provision import slurm_admin
 from provision.errors import ProvisionError
 from provision.records import ClusterInfo
-from provision.remote import run_on
+from provision.remote.commands import run_on
+from provision.slurm import admin
 from provision.status.records import SlurmNode, SlurmView
 
 FIELDS = ("NodeList", "StateComplete", "User", "TimeStamp", "Reason")
@@ -26,7 +26,7 @@ QUERY_TIMEOUT_S = 15  # sinfo waits this long at most for a slurmctld that does 
 END = "@@ sinfo exit"  # the line after sinfo's output, with its exit status
 COMMAND = (f"timeout {QUERY_TIMEOUT_S} sinfo -h -N -O '{','.join(f + ':|' for f in FIELDS[:-1])},{FIELDS[-1]}:'; "
            f"echo \"{END} $?\"; "
-           f"scontrol -o show reservation {slurm_admin.HOLD_RESERVATION} 2>/dev/null; true")
+           f"scontrol -o show reservation {admin.HOLD_RESERVATION} 2>/dev/null; true")
 _UNSET = ("", "Unknown", "none", "(null)", "N/A")
 _END = re.compile(rf"^{re.escape(END)} (?P<rc>\d+)$", re.MULTILINE)
 
@@ -52,7 +52,7 @@ def parse(stdout: str, stderr: str = "", asked: str = "") -> SlurmView:
     if rc != 0:
         why = f"no answer within {QUERY_TIMEOUT_S} s" if rc == 124 else _last_line(stderr, f"exit {rc}")
         return SlurmView(error=f"slurmctld did not answer sinfo on {asked or 'the controller'}: {why}", asked=asked)
-    held = set(slurm_admin.reservation_nodes(stdout[end.end():]))
+    held = set(admin.reservation_nodes(stdout[end.end():]))
     nodes = {}
     for line in stdout[:end.start()].splitlines():
         node = parse_line(line, held)

@@ -79,6 +79,23 @@ def tagged(raw, cluster: str) -> list[str]:
     return live + keys + others
 
 
+def publish(raw, name: str, value: str) -> None:
+    """Publish a public parameter (/aws/service/...) in moto's SSM, as an image's publisher does in every region of AWS;
+    each call adds a version, the newest answers GetParameter.
+
+    moto refuses PutParameter under /aws, as AWS refuses it to every account, and serves only its own public trees
+    (Amazon Linux, ECS, global infrastructure). Its server runs in this process (conftest's ThreadedMotoServer), so the
+    parameter goes into moto's SSM backend of the caller's account and region, the way moto loads its own trees."""
+    from moto.core.utils import utcnow
+    from moto.ssm.models import Parameter, ssm_backends
+
+    account = raw.sts.get_caller_identity()["Account"]
+    versions = ssm_backends[account][REGION]._parameters[name]
+    versions.append(Parameter(account_id=account, name=name, value=value, parameter_type="String", description=None,
+                              allowed_pattern=None, keyid=None, last_modified_date=utcnow(),
+                              version=len(versions) + 1, data_type="aws:ec2:image"))
+
+
 def creates(calls: Counter) -> dict[str, int]:
     """The create-like calls among counted API calls."""
     return {op: n for op, n in calls.items() if op.split(":", 1)[1].startswith(CREATE_OPERATIONS)}

@@ -63,7 +63,7 @@ def aws(moto_url) -> Aws:
 def raw(moto_url):
     """Plain boto3 clients for checking what exists, independent of the code under test."""
     return SimpleNamespace(**{name: boto3.client(service, region_name=REGION, endpoint_url=moto_url)
-                              for name, service in (("ec2", "ec2"), ("fsx", "fsx"), ("ssm", "ssm"),
+                              for name, service in (("ec2", "ec2"), ("fsx", "fsx"), ("ssm", "ssm"), ("sts", "sts"),
                                                     ("tagging", "resourcegroupstaggingapi"))})
 
 

@@ -45,12 +45,13 @@ def test_image_key_pair_and_subnet_problems_come_back_together(make_spec, provid
     subnet = raw.ec2.create_subnet(VpcId=vpc, CidrBlock="10.9.1.0/24", AvailabilityZone="us-east-1b")["Subnet"]
 
     def wrong(data):
-        data["provider"].update(ami={"ssm_parameter": "/no/such/parameter"}, key_pair_name="absent",
+        data["provider"].update(ami={"ssm_parameter": "/aws/service/no/such/parameter"}, key_pair_name="absent",
                                 vpc_id=vpc, subnet_id=subnet["SubnetId"])
         data["ssh"]["key_path"] = "/dev/null"
 
     found = _findings(provider_for(make_spec(wrong)))
-    assert any(f.startswith("error: provider.ami.ssm_parameter: '/no/such/parameter' matches no image") for f in found)
+    assert any(f.startswith("error: provider.ami.ssm_parameter: '/aws/service/no/such/parameter' is not a parameter "
+                            "in us-east-1 (ParameterNotFound)") for f in found)
     assert "error: provider.key_pair_name: 'absent' does not exist in us-east-1; create or import it, or remove " \
            "key_pair_name to import the cluster key" in found
     assert f"error: provider.availability_zone: 'us-east-1a' is not the zone of {subnet['SubnetId']} (us-east-1b); " \

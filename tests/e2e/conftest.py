@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from provision import lifecycle
+from provision.cluster import lifecycle
 from provision.records import ClusterInfo
 from provision.spec.loader import load_spec
 

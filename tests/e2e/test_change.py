@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from provision import lifecycle
+from provision.cluster import lifecycle
 from provision.spec.loader import load_spec
 from provision.state import ClusterState
 

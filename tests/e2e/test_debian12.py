@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from provision import lifecycle
+from provision.cluster import lifecycle
 from provision.spec.loader import load_spec
 from provision.state import ClusterState
 

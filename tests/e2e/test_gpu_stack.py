@@ -28,9 +28,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from provision.cluster.lifecycle import get_provider
 from provision.deploy.engine import DeployOptions, deploy
 from provision.deploy.records import DeployResult
-from provision.lifecycle import get_provider
 from provision.providers.sandbox import releases
 from provision.records import ClusterInfo
 from provision.spec.model import ClusterSpec

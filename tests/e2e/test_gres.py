@@ -20,7 +20,7 @@ import time
 import pytest
 
 from conftest import LiveCluster, provision
-from provision import lifecycle
+from provision.cluster import lifecycle
 from provision.spec.loader import load_spec
 
 pytestmark = pytest.mark.e2e

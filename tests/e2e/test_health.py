@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from provision import hostlist, lifecycle
+from provision import hostlist
+from provision.cluster import lifecycle
 from provision.spec.loader import load_spec
 
 from conftest import LiveCluster, provision

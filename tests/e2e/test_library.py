@@ -13,7 +13,7 @@ SESSION = """
 import json, sys
 from pathlib import Path
 
-from provision import lifecycle
+from provision.cluster import lifecycle
 from provision.spec.loader import load_spec
 
 

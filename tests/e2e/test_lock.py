@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import PROVISION, provision
-from provision.lock import recorded_holder
+from provision.cluster.lock import recorded_holder
 from provision.spec.loader import load_spec
 from provision.state import ClusterState
 

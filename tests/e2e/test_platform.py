@@ -9,7 +9,7 @@ import json
 import pytest
 
 from conftest import provision
-from provision import platforms
+from provision.node import platforms
 
 pytestmark = pytest.mark.e2e
 

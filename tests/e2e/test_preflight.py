@@ -9,7 +9,7 @@ import time
 import pytest
 
 from conftest import provision
-from provision import lifecycle
+from provision.cluster import lifecycle
 from provision.preflight import run_preflight
 from provision.providers.sandbox import faults
 from provision.spec.loader import load_spec
@@ -111,6 +111,6 @@ def test_nodes_are_reached_through_a_jump_host_with_keys_verified(slurm_cluster)
     jumping = live.model_copy(update={"vars": {**live.vars, "ssh_jump_host": live.controller.address}})
     report = run_preflight(jumping)
     assert {n.name: n.check("ssh").verdict for n in report.nodes} == {n.name: "pass" for n in live.nodes}
-    from provision.remote import run_on
+    from provision.remote.commands import run_on
     seen_from = run_on(jumping, jumping.node(slurm_cluster.compute[0]), "echo $SSH_CLIENT").stdout.split()[0]
     assert seen_from == live.controller.address  # the session came in through the controller

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from provision.cluster.lifecycle import get_provider
 from provision.errors import SandboxError
-from provision.lifecycle import get_provider
 from provision.providers.sandbox import faults, layout, processes, record
 from provision.providers.sandbox import node as sandbox_node
 from provision.records import ClusterInfo

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from provision import lifecycle
+from provision.cluster import lifecycle
 from provision.providers.sandbox import network, record
 from provision.spec.loader import load_spec
 

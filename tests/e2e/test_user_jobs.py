@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from provision.hardware import memory_reserve_mb
+from provision.node.hardware import memory_reserve_mb
 
 pytestmark = pytest.mark.e2e
 

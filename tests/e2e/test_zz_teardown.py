@@ -18,7 +18,7 @@ DOWN = """
 import json, sys
 from pathlib import Path
 
-from provision import lifecycle
+from provision.cluster import lifecycle
 from provision.spec.loader import load_spec
 
 teardown = lifecycle.down(load_spec(Path(sys.argv[1])))

@@ -1,5 +1,6 @@
-"""The import graph of provision/, read with `ast`: no cycle (deferred imports and package __init__ included), the
-provider registry reached only by the lifecycle and spec/, the node-side package standard library + NVML only."""
+"""The import graph of provision/, read with `ast`: no cycle (deferred imports, type hints and package __init__
+included), the provider registry reached only by the lifecycle and spec/, the node-side package standard library +
+NVML only."""
 from __future__ import annotations
 
 import ast
@@ -64,14 +65,15 @@ def _resolve(name: str) -> str | None:
     return name or None
 
 
-def graph() -> dict[str, set[str]]:
+def graph(*, type_only: bool = False) -> dict[str, set[str]]:
     """module -> the modules of ours it makes Python execute: each import, and the __init__ of every package on
-    the way to it that is not one of the importer's own (those are running already)."""
+    the way to it that is not one of the importer's own (those are running already); with type_only, those it
+    imports for type hints too."""
     edges = {}
     for module in MODULES:
         own = {".".join(module.split(".")[:i]) for i in range(1, module.count(".") + 2)}
         targets = set()
-        for name in imports(module):
+        for name in imports(module, type_only=type_only):
             target = _resolve(name) if name.split(".")[0] == "provision" else None
             if target is None:
                 continue
@@ -117,6 +119,11 @@ def test_the_import_graph_has_no_cycle():
     assert cycles(graph()) == []
 
 
+def test_no_cycle_runs_through_a_type_hint_either():
+    """A TYPE_CHECKING import never runs, but a loop through one is still two modules that need each other."""
+    assert cycles(graph(type_only=True)) == []
+
+
 def test_the_cycle_finder_sees_a_deferred_import():
     edges = {"a": {"b"}, "b": set()}
     assert cycles(edges) == []
@@ -134,9 +141,9 @@ def test_inventory_deploy_and_certify_never_reach_into_the_providers(layer):
 def test_only_the_lifecycle_and_the_spec_look_up_a_provider():
     outside = {m for m in MODULES if not m.startswith("provision.providers")}
     users = {m for m in outside if any(n.startswith("provision.providers") for n in imports(m, type_only=True))}
-    assert users == {"provision.lifecycle", "provision.spec.model", "provision.spec.loader",
+    assert users == {"provision.cluster.lifecycle", "provision.spec.model", "provision.spec.loader",
                      "provision.spec.validators", "provision.spec.example", "provision.spec.locations"}
-    for module in users - {"provision.lifecycle"}:  # spec/ knows the union of the sections, through the registry
+    for module in users - {"provision.cluster.lifecycle"}:  # spec/ knows the union of sections, through the registry
         assert {n for n in imports(module) if n.startswith("provision.providers")} <= {
             "provision.providers", "provision.providers.registry"}, module
 

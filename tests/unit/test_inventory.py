@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from provision import inventory, lifecycle, slurm_layout
+from provision import inventory
+from provision.cluster import lifecycle
 from provision.records import ClusterInfo, NodeInfo
+from provision.slurm import layout
 from provision.spec.loader import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,9 +93,9 @@ def _cluster(nodes) -> ClusterInfo:
 
 def test_ten_thousand_identical_nodes_give_one_nodename_line():
     cluster = _cluster(_nodes(10_000, gpu_model="H100-SXM", gpu_count=8))
-    entries = slurm_layout.node_entries(cluster)
+    entries = layout.node_entries(cluster)
     assert entries == [{"names": "gpu[00001-10000]", "gres": "gpu:h100:8", "features": "h100-sxm"}]
-    assert slurm_layout.partition_entries(cluster) == [{"name": "gpu", "nodes": "gpu[00001-10000]", "default": True}]
+    assert layout.partition_entries(cluster) == [{"name": "gpu", "nodes": "gpu[00001-10000]", "default": True}]
 
 
 def test_different_hardware_gives_separate_nodename_lines():
@@ -101,10 +103,10 @@ def test_different_hardware_gives_separate_nodename_lines():
     l40s = tuple(NodeInfo(name=f"l40s{i}", group="l40s", roles=("compute",), partition="l40s", gpu_model="L40S",
                           gpu_count=4, default_partition=True) for i in range(1, 3))
     cluster = _cluster(h100 + l40s)
-    assert [e["names"] for e in slurm_layout.node_entries(cluster)] == ["gpu[00001-00004]", "l40s[1-2]"]
-    partitions = slurm_layout.partition_entries(cluster)
+    assert [e["names"] for e in layout.node_entries(cluster)] == ["gpu[00001-00004]", "l40s[1-2]"]
+    partitions = layout.partition_entries(cluster)
     assert [(p["name"], p["default"]) for p in partitions] == [("gpu", False), ("l40s", True)]
-    assert slurm_layout.gres_nodes(cluster) == [{"names": "gpu[00001-00004]", "type": "h100", "count": 8},
+    assert layout.gres_nodes(cluster) == [{"names": "gpu[00001-00004]", "type": "h100", "count": 8},
                                                 {"names": "l40s[1-2]", "type": "l40s", "count": 4}]
 
 
@@ -125,7 +127,7 @@ def test_jump_host_goes_through_a_verifying_proxy_command():
     assert words[0] == "-o" and len(words) == 2
     proxy = words[1].removeprefix("ProxyCommand=")
     assert shlex.split(proxy) == ["ssh", "-o", "StrictHostKeyChecking=yes", "-o", known, "-i",
-                                  str(planned.ssh_key_path), "-W", "%h:%p", "ubuntu@198.51.100.7"]
+                                  str(planned.ssh_key_path), "-W", "%h:%p", "admin@198.51.100.7"]
 
 
 def test_the_host_key_policy_comes_first_and_beats_the_environment():

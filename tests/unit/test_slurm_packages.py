@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from provision import inventory, lifecycle, openpgp, slurm_packages
+from provision import inventory, openpgp
+from provision.cluster import lifecycle
+from provision.slurm import packages
 from provision.spec.loader import load_spec
 from provision.spec.model import ClusterSpec
 
@@ -57,7 +59,7 @@ def test_a_site_repository_reaches_the_role_with_its_key_version_and_package_nam
     key = openpgp.parse_public_key(data["slurm_repository_key"].encode())
     assert data["slurm_repository_key"].startswith("-----BEGIN PGP PUBLIC KEY BLOCK-----\n")
     assert key.fingerprint == data["slurm_repository_key_fingerprint"] == FPR
-    assert key.packets == (KEYS / "site-key.gpg").read_bytes()
+    assert data["slurm_repository_key"] == (KEYS / "site-key.asc").read_text()  # gpg's armor of that binary key
     assert data["slurm_repository_version"] == "24.11.5-1site" and data["slurm_repository_suite"] == "./"
     assert "slurm_repository_components" not in data  # the role's default, ignored for a flat repository
     assert (data["slurm_client_packages"], data["slurm_controller_packages"], data["slurm_compute_packages"]) == (
@@ -88,7 +90,7 @@ def test_a_key_file_swapped_after_validate_stops_the_inventory(tmp_path):
     swapped.write_bytes((KEYS / "other-key-rsa.asc").read_bytes())
     other = "1D116EA2A3E2C02406F912CBB4D940D27E229B89"
     with pytest.raises(openpgp.KeyFileError, match=f"holds the key {other}, not {FPR}"):
-        slurm_packages.repository_vars(spec.software.slurm)
+        packages.repository_vars(spec.software.slurm)
 
 
 def test_ansible_reads_the_repository_variables_as_data(tmp_path):

@@ -17,7 +17,7 @@ from provision.deploy.ansible_cfg import control_path_dir
 from provision.deploy.secrets import ensure_secrets
 from provision.errors import StateError
 from provision.providers.aws.ledger import Ledger
-from provision.sshkeys import ensure_key_pair, public_key
+from provision.remote.sshkeys import ensure_key_pair, public_key
 from provision.state import ClusterState, private_dir, write_private
 
 # A child process writes a new ledger and dies (os._exit, as a kill -9 would) at one point of the write.

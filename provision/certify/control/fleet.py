@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from provision.adaptors import ssh
 from provision.errors import ConnectionFailure
 from provision.records import ClusterInfo, NodeInfo
-from provision.remote import ssh_target
+from provision.remote.commands import ssh_target
 
 CONNECT_TIMEOUT_S = 5.0
 MAX_PARALLEL = 32

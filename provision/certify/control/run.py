@@ -44,13 +44,13 @@ from provision.certify.control.drain import drain
 from provision.certify.control.fleet import Fleet
 from provision.certify.control.session import PREFIX, Session, expectation_for, now_iso, step
 from provision.certify.judging.assemble import assemble, parse_probe_output
-from provision.certify.probe.expect import LEVELS
 from provision.certify.probe.document import ProbeDocument
+from provision.certify.probe.expect import LEVELS
 from provision.certify.probe.records import CheckResult
 from provision.certify.records import ClusterReport, RunScope
 from provision.certify.report import ReportPaths, write_to_state
+from provision.cluster.lock import cluster_lock
 from provision.errors import CertifyError, UsageError
-from provision.lock import cluster_lock
 from provision.records import ClusterInfo, NodeInfo, Progress, silent
 from provision.spec import digest
 from provision.spec.model import ClusterSpec
@@ -116,7 +116,7 @@ def certify(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions = C
         raise CertifyError(f"cluster {cluster.name} has no running nodes", hint="bring it up first: provision up SPEC")
     draining = cluster_lock(ClusterState.for_spec(spec), "certify --drain-failed", progress) if options.drain_failed \
         else nullcontext()
-    with draining:  # draining changes the cluster: one such command at a time (provision.lock)
+    with draining:  # draining changes the cluster: one such command at a time (provision.cluster.lock)
         report = collect(spec, cluster, options, progress)
         run = CertifyRun(report, write_to_state(report, ClusterState.for_spec(spec)))
         if options.drain_failed:

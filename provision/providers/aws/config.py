@@ -10,13 +10,22 @@ from provision.spec.section import ProviderSection, StrictModel
 from provision.spec.shapes import AmiNameFilter, AmiOwner, KeyPairName, SsmParameter, Token
 
 
+# Debian's official image, Debian 12 on x86_64: the public SSM parameter its cloud team keeps in each region it publishes
+# to holds the newest AMI id (13 for trixie, arm64 for Graviton). `provision init` writes it: Debian 12 and 13 are the
+# releases `make test` tests; Ubuntu's roles are written but untested until a machine can test them.
+DEBIAN_12_AMD64 = "/aws/service/debian/release/12/latest/amd64"
+PUBLIC_PARAMETERS = "/aws/service/"  # where AWS and image publishers keep public parameters; read-only to accounts
+
+
 class AmiSelector(StrictModel):
     """Exactly one way of choosing the machine image."""
 
     id: Token | None = None
     name_filter: AmiNameFilter | None = None
     owner: AmiOwner | None = None
-    ssm_parameter: SsmParameter | None = None
+    ssm_parameter: SsmParameter | None = Field(None, description=(
+        f"an SSM parameter that holds the image id, read at the cluster's first `up`: a publisher's under "
+        f"{PUBLIC_PARAMETERS} (e.g. {DEBIAN_12_AMD64}) or the account's own"))
 
 
 class FsxLustre(StrictModel):

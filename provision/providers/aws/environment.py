@@ -10,6 +10,7 @@ from __future__ import annotations
 from provision.adaptors.aws import Aws, UnsupportedError
 from provision.errors import CloudNotFoundError, SpecError
 from provision.providers.aws import audit, claim, quota, tags
+from provision.providers.aws.config import DEBIAN_12_AMD64, AmiSelector
 from provision.providers.aws.facts import Facts, Image, TypeFacts
 from provision.spec.findings import Finding
 from provision.spec.model import ClusterSpec
@@ -97,30 +98,45 @@ def _instance_types(aws: Aws, spec: ClusterSpec, findings: list[Finding]) -> dic
 
 
 def _image(aws: Aws, spec: ClusterSpec, findings: list[Finding]) -> Image | None:
-    """Resolve the image selector (id, SSM parameter or name filter) to one available image."""
-    selector = spec.provider.ami
-    image_id = selector.id
+    """Resolve the image selector (id, SSM parameter or name filter) to one available image. The SSM parameter is read
+    here, at the cluster's first `up` only: the image is recorded, and later runs launch the recorded one."""
+    selector, region = spec.provider.ami, spec.provider.region
+    detail = ""
     try:
-        if selector.ssm_parameter:
-            image_id = aws.ssm.get_parameter(Name=selector.ssm_parameter)["Parameter"]["Value"]
-        if image_id:
-            images = aws.ec2.describe_images(ImageIds=[image_id])["Images"]
-        else:
-            images = aws.pages("ec2", "describe_images", "Images", Owners=[selector.owner],
-                               Filters=[{"Name": "name", "Values": [selector.name_filter]},
-                                        {"Name": "state", "Values": ["available"]}])
+        image_id = aws.ssm.get_parameter(Name=selector.ssm_parameter)["Parameter"]["Value"] \
+            if selector.ssm_parameter else selector.id
+        if selector.ssm_parameter and not image_id.startswith("ami-"):
+            findings.append(Finding("error", "provider.ami.ssm_parameter", f"'{selector.ssm_parameter}' holds "
+                                    f"'{image_id}', not an image id", "name a parameter that holds an AMI id "
+                                    f"(ami-...), such as {DEBIAN_12_AMD64}, or set provider.ami.id"))
+            return None
+        images = _images(aws, selector, image_id)
     except CloudNotFoundError as exc:
-        images = []
-        detail = str(exc)
-    else:
-        detail = ""
+        if getattr(exc, "code", "") == "ParameterNotFound":
+            findings.append(Finding("error", "provider.ami.ssm_parameter", f"'{selector.ssm_parameter}' is not a "
+                                    f"parameter in {region} (ParameterNotFound)", f"{exc.hint}; or set provider.ami.id"))
+            return None
+        images, detail = [], f" ({exc})"
     if not images:
         where = ("provider.ami.ssm_parameter", selector.ssm_parameter) if selector.ssm_parameter else \
             ("provider.ami.id", selector.id) if selector.id else ("provider.ami.name_filter", selector.name_filter)
-        findings.append(Finding("error", where[0], f"'{where[1]}' matches no image in {spec.provider.region}"
-                                + (f" ({detail})" if detail else ""),
+        findings.append(Finding("error", where[0], f"'{where[1]}' matches no image in {region}{detail}",
                                 "check the value and the region; images are regional"))
         return None
+    return _newest(images)
+
+
+def _images(aws: Aws, selector: AmiSelector, image_id: str | None) -> list[dict]:
+    """The images an id names, or else those of the selector's owner and name filter."""
+    if image_id:
+        return aws.ec2.describe_images(ImageIds=[image_id])["Images"]
+    return aws.pages("ec2", "describe_images", "Images", Owners=[selector.owner],
+                     Filters=[{"Name": "name", "Values": [selector.name_filter]},
+                              {"Name": "state", "Values": ["available"]}])
+
+
+def _newest(images: list[dict]) -> Image:
+    """The newest of the images, as a record."""
     newest = max(images, key=lambda i: i.get("CreationDate", ""))
     root = newest.get("RootDeviceName") or "/dev/xvda"
     size = next((m.get("Ebs", {}).get("VolumeSize", 0) for m in newest.get("BlockDeviceMappings", [])

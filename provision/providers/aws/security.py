@@ -4,13 +4,13 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from provision import sshkeys
 from provision.adaptors.aws import AlreadyExistsError, Aws
 from provision.errors import CloudError, CloudNotFoundError
 from provision.providers.aws import tags
 from provision.providers.aws.ledger import Ledger
 from provision.providers.aws.lookup import one_by_tag
 from provision.records import Progress
+from provision.remote import sshkeys
 from provision.spec.model import ClusterSpec
 from provision.state import ClusterState
 

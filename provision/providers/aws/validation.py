@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 from provision.errors import SpecError
+from provision.providers.aws.config import DEBIAN_12_AMD64
 from provision.providers.aws.instance_types import (GPU_INSTANCE_TYPES, GpuInstanceType, is_cpu_only, known,
                                                     suggestions, well_formed)
 from provision.spec.findings import Finding
@@ -15,6 +16,7 @@ _RESERVATION = re.compile(r"^cr-[0-9a-f]{8,17}$")
 _AMI = re.compile(r"^ami-[0-9a-f]{8,17}$")
 _IDS = {"vpc_id": re.compile(r"^vpc-[0-9a-f]{8,17}$"), "subnet_id": re.compile(r"^subnet-[0-9a-f]{8,17}$")}
 _FSX_STEP_GIB = 2400
+_PARAMETER_LEVELS = 15  # SSM's limit on a parameter name's hierarchy
 
 
 def findings(spec: ClusterSpec) -> list[Finding]:
@@ -196,10 +198,21 @@ def check_ami(spec: ClusterSpec) -> list[Finding]:
                            "can publish", "set owner to the publisher: amazon, or the vendor's account id"))
     if ami.owner and not ami.name_filter:
         out.append(Finding("warning", "provider.ami.owner", "is only used with name_filter", "remove owner"))
-    if ami.ssm_parameter and not ami.ssm_parameter.startswith("/"):
-        out.append(Finding("error", "provider.ami.ssm_parameter", f"'{ami.ssm_parameter}' is not a parameter path",
-                           "use a path such as /aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"))
-    return out
+    return out + (_check_parameter(ami.ssm_parameter) if ami.ssm_parameter else [])
+
+
+def _check_parameter(name: str) -> list[Finding]:
+    """A parameter's path: from the root, non-empty levels between single slashes, at most 15 levels. A public one
+    (AWS's or an image publisher's, under /aws/service/) or the account's own (a golden image's id kept by a
+    pipeline) are read the same way."""
+    fix = (f"use the parameter the image's publisher documents, e.g. {DEBIAN_12_AMD64} (Debian 12, x86_64), or one "
+           "of your account's holding an image id")
+    levels = name[1:].split("/")
+    if not name.startswith("/") or "" in levels or len(levels) > _PARAMETER_LEVELS:
+        return [Finding("error", "provider.ami.ssm_parameter", f"'{name}' is not a parameter path (from the root: "
+                        f"names between single slashes, no slash at the end, at most {_PARAMETER_LEVELS} levels)",
+                        fix)]
+    return []
 
 
 def check_keys(spec: ClusterSpec) -> list[Finding]:
@@ -212,7 +225,7 @@ def check_keys(spec: ClusterSpec) -> list[Finding]:
                            "key_pair_name to import the cluster key"))
     if spec.ssh.user == "root":
         out.append(Finding("warning", "ssh.user", "'root': AWS images log in as their default user and refuse root",
-                           "set ssh.user to the image's user (ubuntu on Ubuntu, ec2-user on Amazon Linux)"))
+                           "set ssh.user to the image's user (admin on Debian, ubuntu on Ubuntu)"))
     return out
 
 

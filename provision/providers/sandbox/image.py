@@ -12,16 +12,14 @@ import sys
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
-
-import yaml
 
 from provision.errors import SandboxError
 from provision.providers.base import Progress
 from provision.providers.sandbox import commands, debootstrap, environment, rootfs
 from provision.providers.sandbox.mirror import Mirrors
-from provision.resources import playbooks_dir
+from provision.providers.sandbox.packages import NodePackages, role_packages
 
 RECIPE_VERSION = 1  # bump when debootstrap.PACKAGES handling or customize_base changes what a base contains
 NODE_RECIPE_VERSION = 2  # bump when rootfs.install_packages changes what a node image holds beyond its packages
@@ -30,58 +28,6 @@ SYSTEMCTL_VERSION = "1.7.1097"
 SYSTEMCTL_MEMBER = "systemctl2/systemctl3.py"
 
 Builder = Callable[[Path, Mirrors, Progress], None]  # fills an empty directory with a customised root fs
-
-# The roles' own package lists (role, file in the role, variable, installed with apt's recommends). The node image
-# carries them so that a sandbox node's deploy finds them installed; the roles still install them on real hosts.
-ROLE_PACKAGE_LISTS = (
-    ("common", "defaults/main.yml", "common_packages", True),
-    ("munge", "defaults/main.yml", "munge_packages", True),
-    ("slurm", "defaults/main.yml", "slurm_client_packages", True),
-    ("slurm", "defaults/main.yml", "slurm_pmix_packages", True),
-    ("slurm", "defaults/main.yml", "slurm_controller_packages", True),
-    ("slurm", "defaults/main.yml", "slurm_accounting_packages", True),
-    ("slurm", "defaults/main.yml", "slurm_compute_packages", True),
-    ("glusterfs_server", "defaults/main.yml", "glusterfs_server_packages", True),
-    ("shared_mount", "vars/glusterfs.yml", "_shared_mount_packages", True),
-    ("mpi", "defaults/main.yml", "mpi_packages", False),
-    ("mpi", "defaults/main.yml", "mpi_compiler_packages", False),
-    ("certify", "defaults/main.yml", "certify_packages", False),
-)
-ACCOUNTS = ("common", "defaults/main.yml", "common_service_accounts")
-
-
-@dataclass(frozen=True)
-class NodePackages:
-    """What a node image adds to the base: the roles' packages, and first the service accounts the common role
-    creates with fixed IDs (so the files those packages create belong to the same UIDs as on a real host)."""
-
-    with_recommends: tuple[str, ...]
-    without_recommends: tuple[str, ...]
-    accounts: tuple[tuple[str, int, str], ...]  # (name, uid = gid, home)
-
-
-def role_packages(playbooks: Path | None = None) -> NodePackages:
-    """The package lists and service accounts, read from the roles' defaults (the one place they are named)."""
-    roles = (playbooks or playbooks_dir()) / "roles"
-    lists: dict[bool, list[str]] = {True: [], False: []}
-    for role, name, variable, recommends in ROLE_PACKAGE_LISTS:
-        for package in _role_value(roles, role, name, variable):
-            if not isinstance(package, str) or "{" in package:
-                raise SandboxError(f"{role}/{name}: {variable} holds {package!r}; the sandbox's node image needs "
-                                   "plain package names", hint="name the packages literally in the role's file")
-            if package not in lists[True] + lists[False]:
-                lists[recommends].append(package)
-    accounts = tuple((a["name"], int(a["uid"]), a["home"]) for a in _role_value(roles, *ACCOUNTS))
-    return NodePackages(tuple(lists[True]), tuple(lists[False]), accounts)
-
-
-def _role_value(roles: Path, role: str, name: str, variable: str) -> list:
-    """A list variable from a role's YAML file."""
-    path = roles / role / name
-    value = (yaml.safe_load(path.read_text()) or {}).get(variable) if path.is_file() else None
-    if not isinstance(value, list):
-        raise SandboxError(f"{path}: {variable} is not a list", hint="the sandbox's node image reads it from there")
-    return value
 
 
 def node_image_key(mirrors: Mirrors, packages: NodePackages, suite: str = debootstrap.SUITE) -> str:

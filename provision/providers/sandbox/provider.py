@@ -15,8 +15,8 @@ from provision.providers.sandbox import (aptproxy, audit, environment, fleet, la
 from provision.providers.sandbox.image import ImageCache
 from provision.providers.sandbox.record import NodeRecord, SandboxRecord
 from provision.records import ClusterInfo, NodeInfo, Progress, silent
+from provision.remote.sshkeys import ensure_key_pair, public_key
 from provision.spec.topology import planned_nodes
-from provision.sshkeys import ensure_key_pair, public_key
 from provision.state import write_private
 
 

@@ -15,9 +15,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from provision.providers.sandbox import commands
 from provision.providers.sandbox.debootstrap import SUITE
 from provision.providers.sandbox.mirror import Mirrors
+from provision.providers.sandbox.packages import NodePackages
 
 if TYPE_CHECKING:
-    from provision.providers.sandbox.image import NodePackages
     from provision.records import Progress
 
 INIT_PATH = "usr/local/sbin/sandbox-init"

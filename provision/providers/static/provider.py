@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from provision.providers.base import Plan, PlanItem, Provider, Teardown
 from provision.records import ClusterInfo, Progress, silent
+from provision.remote.sshkeys import ensure_key_pair
 from provision.spec.topology import planned_nodes
-from provision.sshkeys import ensure_key_pair
 
 
 class StaticProvider(Provider):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from provision import ssh_options
 from provision.adaptors.ssh_config import SshTarget, resolve
 from provision.errors import ConnectionFailure
+from provision.remote import ssh_options
 
 KEY = Path("/state/id_ed25519")
 KNOWN = Path("/state/known_hosts")

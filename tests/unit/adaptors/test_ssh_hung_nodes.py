@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from provision import remote
 from provision.adaptors import ssh
 from provision.errors import ConnectionFailure
 from provision.records import ClusterInfo, NodeInfo
+from provision.remote import commands
 
 
 def _listener(behaviour: str) -> tuple[socket.socket, int]:
@@ -76,7 +76,7 @@ def test_an_unreachable_node_is_named_in_the_error(tmp_path, key_file):
                       known_hosts_path=tmp_path / "known_hosts")
     try:
         with pytest.raises(ConnectionFailure, match=rf"^compute13: 127.0.0.1:{port}: accepted the connection"):
-            remote.run_on(lab, node, "true", timeout=5)
+            commands.run_on(lab, node, "true", timeout=5)
     finally:
         server.close()
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from provision import remote, ssh_options
 from provision.errors import ConnectionFailure
 from provision.preflight import check_node
 from provision.records import ClusterInfo, NodeInfo
+from provision.remote import commands, ssh_options
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def test_exec_and_preflight_reach_a_node_by_its_ssh_config_alias(home, sshd_fact
     (home / "state_known_hosts").write_text(server.known_hosts_line())
     lab = cluster(home, "myalias")
 
-    result = remote.run_on(lab, lab.controller, "echo reached $((6 * 7))")
+    result = commands.run_on(lab, lab.controller, "echo reached $((6 * 7))")
     assert (result.rc, result.stdout) == (0, "reached 42\n")
     report = check_node(lab, lab.controller)
     assert report.check("ssh").verdict == "pass" and report.facts  # the probe ran and answered
@@ -46,7 +46,7 @@ def test_the_alias_does_not_bypass_host_key_checking(home, sshd_factory, key_fil
     (home / "state_known_hosts").write_text("")
     lab = cluster(home, "myalias")
     with pytest.raises(ConnectionFailure, match=r"127.0.0.1:\d+ \(myalias in your ssh config\): host key unknown"):
-        remote.run_on(lab, lab.controller, "true")
+        commands.run_on(lab, lab.controller, "true")
     assert server.logins == []
 
 
@@ -60,7 +60,7 @@ def test_a_proxy_jump_bastion_logs_in_with_its_own_user_key_and_known_hosts(home
     (home / ".ssh" / "known_hosts").write_text(bastion.known_hosts_line())  # the user's: the bastion
     lab = cluster(home, "myalias")
 
-    result = remote.run_on(lab, lab.controller, "echo through")
+    result = commands.run_on(lab, lab.controller, "echo through")
     assert (result.rc, result.stdout) == (0, "through\n")
     assert (bastion.logins, node.logins) == (["jumper"], ["root"])
 
@@ -74,5 +74,5 @@ def test_an_unknown_bastion_key_stops_the_login(home, sshd_factory, key_file):
     (home / "state_known_hosts").write_text(node.known_hosts_line())
     lab = cluster(home, "myalias")
     with pytest.raises(ConnectionFailure, match="host key unknown"):
-        remote.run_on(lab, lab.controller, "true")
+        commands.run_on(lab, lab.controller, "true")
     assert node.logins == []

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from provision import compat
 from provision.certify.probe import gpus
+from provision.node import compat
 
 
 @pytest.mark.parametrize("name, key", [("NVIDIA H100 80GB HBM3", "H100-SXM"), ("NVIDIA H100 PCIe", "H100-PCIe"),

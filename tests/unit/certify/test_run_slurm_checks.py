@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from provision import converge
 from provision.certify.control import slurm_checks as sc
+from provision.cluster import converge
 
 OK = {"munge_rc": "0", "munge": "STATUS: Success (0)", "slurmd": "active"}
 WRONG_KEY = {"munge_rc": "1", "munge": "unmunge: Error: Invalid credential", "slurmd": "active"}

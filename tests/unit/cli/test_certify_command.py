@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from provision import lifecycle
 from provision.certify.control.run import CertifyOptions, CertifyRun
 from provision.certify.probe.records import CheckResult
 from provision.certify.records import ClusterReport, NodeResult
 from provision.certify.report import ReportPaths
 from provision.cli.main import app
+from provision.cluster import lifecycle
 from provision.records import ClusterInfo, NodeInfo
 from provision.spec import loader
 from provision.spec.model import ClusterSpec

@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from provision import lifecycle
 from provision.certify import levels
 from provision.certify.control.run import FS_SIZE_MIB
 from provision.cli.main import app
+from provision.cluster import lifecycle
 from provision.spec import loader
 from provision.spec.model import ClusterSpec
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 PROVISION = [sys.executable, "-m", "provision"]
 
@@ -69,6 +70,20 @@ def test_init_writes_an_example_that_validates(tmp_path, provider):
     result = run("validate", str(spec), "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stdout
     assert json.loads(result.stdout)["ok"] is True
+
+
+def test_init_for_aws_boots_debian_12_the_os_we_test_and_says_why(tmp_path):
+    from provision.providers.aws.config import DEBIAN_12_AMD64
+
+    spec = tmp_path / "aws.yaml"
+    assert run("init", "--provider", "aws", "-o", str(spec), cwd=tmp_path).returncode == 0
+    text = spec.read_text()
+    data = yaml.safe_load(text)
+    assert data["provider"]["ami"] == {"ssm_parameter": DEBIAN_12_AMD64}
+    assert data["ssh"]["user"] == "admin"  # Debian's images log in as admin
+    why = " ".join(line.strip().lstrip("# ") for line in text.splitlines() if line.strip().startswith("#"))
+    assert "Debian 12 and 13 are the releases `make test` tests" in why
+    assert "Ubuntu 22.04/24.04 are written but untested until a machine can test them" in why
 
 
 def test_init_refuses_to_overwrite(tmp_path):

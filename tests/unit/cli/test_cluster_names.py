@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from provision import change, clusters, lifecycle
+from provision.cluster import change, clusters, lifecycle
 from provision.spec.loader import load_spec
 from provision.state import ClusterState
 

@@ -8,12 +8,12 @@ import threading
 import pytest
 from hypothesis import given, strategies as st
 
-from provision import remote
-from provision.cli import main
 from provision.adaptors.ssh import CommandTimeout
+from provision.cli import main
 from provision.errors import ConnectionFailure, UsageError
 from provision.records import ClusterInfo, NodeInfo
-from provision.remote import CommandResult
+from provision.remote import commands
+from provision.remote.commands import CommandResult
 
 
 def _node(name: str, group: str, *roles: str) -> NodeInfo:
@@ -38,7 +38,7 @@ def _names(nodes) -> list[str]:
     (["ctl01,gpu02"], ["ctl01", "gpu02"]),
 ])
 def test_node_selectors_expand_to_cluster_nodes_in_cluster_order(selectors, expected):
-    assert _names(remote.select_nodes(CLUSTER, selectors)) == expected
+    assert _names(commands.select_nodes(CLUSTER, selectors)) == expected
 
 
 @pytest.mark.parametrize("selector, words", [
@@ -47,38 +47,38 @@ def test_node_selectors_expand_to_cluster_nodes_in_cluster_order(selectors, expe
 ])
 def test_a_selector_naming_no_node_is_a_usage_error(selector, words):
     with pytest.raises(UsageError, match=r"^--node: ") as caught:
-        remote.select_nodes(CLUSTER, [selector])
+        commands.select_nodes(CLUSTER, [selector])
     assert words in str(caught.value)
 
 
 def test_several_arguments_are_each_quoted():
-    assert remote.command_line(["bash", "-c", "echo a b"]) == "bash -c 'echo a b'"
-    assert remote.command_line(["printf", "%s\n", "$HOME", "a;b", "it's"]) == \
+    assert commands.command_line(["bash", "-c", "echo a b"]) == "bash -c 'echo a b'"
+    assert commands.command_line(["printf", "%s\n", "$HOME", "a;b", "it's"]) == \
         "printf '%s\n' '$HOME' 'a;b' 'it'\"'\"'s'"
 
 
 def test_one_argument_is_a_shell_command_line_as_written():
-    assert remote.command_line(["ls /dev | wc -l"]) == "ls /dev | wc -l"
+    assert commands.command_line(["ls /dev | wc -l"]) == "ls /dev | wc -l"
 
 
 def test_no_command_is_a_usage_error():
     with pytest.raises(UsageError):
-        remote.command_line([])
+        commands.command_line([])
 
 
 @given(st.lists(st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")), min_size=2))
 def test_quoted_arguments_split_back_to_themselves(argv):
-    assert shlex.split(remote.command_line(argv)) == argv
+    assert shlex.split(commands.command_line(argv)) == argv
 
 
 def test_nodes_run_at_the_same_time_and_results_keep_node_order():
-    nodes = remote.select_nodes(CLUSTER, ["compute", "gpu"])
+    nodes = commands.select_nodes(CLUSTER, ["compute", "gpu"])
     together = threading.Barrier(len(nodes), timeout=5)  # breaks unless every node's run is under way at once
 
     def runner(cluster, node, command):
         together.wait()
         return CommandResult(node.name, 0, f"{node.name}: {command}\n", "")
-    results = remote.run_across(CLUSTER, nodes, "uptime", runner)
+    results = commands.run_across(CLUSTER, nodes, "uptime", runner)
     assert [r.stdout for r in results] == [f"{n.name}: uptime\n" for n in nodes]
 
 
@@ -87,17 +87,17 @@ def test_an_unreachable_node_gives_255_and_the_others_still_run():
         if node.name == "gpu01":
             raise ConnectionFailure("gpu01: 10.0.0.1:22: connection refused", hint="is sshd running?")
         return CommandResult(node.name, 0, "ok\n", "")
-    results = remote.run_across(CLUSTER, remote.select_nodes(CLUSTER, ["gpu"]), "true", runner)
+    results = commands.run_across(CLUSTER, commands.select_nodes(CLUSTER, ["gpu"]), "true", runner)
     assert [(r.rc, r.stdout, r.stderr, r.error) for r in results] == [
         (255, "", "", "10.0.0.1:22: connection refused; is sshd running?"), (0, "ok\n", "", None)]
-    assert remote.worst_rc(results) == 255
+    assert commands.worst_rc(results) == 255
 
 
 def test_a_command_stopped_at_its_timeout_gives_124_with_what_it_wrote():
     def runner(cluster, node, command):
         raise CommandTimeout(f"{node.name}: 'sleep 1000' still ran after 5 s; stopped it there", hint="more time",
                              stdout="partial\n", stderr="")
-    [result] = remote.run_across(CLUSTER, [CLUSTER.controller], "sleep 1000", runner)
+    [result] = commands.run_across(CLUSTER, [CLUSTER.controller], "sleep 1000", runner)
     assert (result.rc, result.stdout, result.error) == (124, "partial\n",
                                                          "'sleep 1000' still ran after 5 s; stopped it there; more time")
 
@@ -105,18 +105,18 @@ def test_a_command_stopped_at_its_timeout_gives_124_with_what_it_wrote():
 def test_the_same_failure_on_several_nodes_folds_into_one_block():
     def runner(cluster, node, command):
         raise ConnectionFailure(f"{node.name}: timed out", hint="is the node up?")
-    blocks = remote.fold(remote.run_across(CLUSTER, remote.select_nodes(CLUSTER, ["compute"]), "true", runner))
+    blocks = commands.fold(commands.run_across(CLUSTER, commands.select_nodes(CLUSTER, ["compute"]), "true", runner))
     assert [(b.hostlist, b.rc, b.error) for b in blocks] == [("compute[01-03]", 255, "timed out; is the node up?")]
 
 
 def test_all_selects_every_node():
-    assert _names(remote.select_nodes(CLUSTER, ["all"])) == _names(CLUSTER.nodes)
-    assert _names(remote.select_nodes(CLUSTER, ["gpu01", "all"])) == _names(CLUSTER.nodes)
+    assert _names(commands.select_nodes(CLUSTER, ["all"])) == _names(CLUSTER.nodes)
+    assert _names(commands.select_nodes(CLUSTER, ["gpu01", "all"])) == _names(CLUSTER.nodes)
 
 
 def test_an_unknown_node_gets_did_you_mean():
     with pytest.raises(UsageError, match="'compute4' is not a node of demo; did you mean compute01") as caught:
-        remote.select_nodes(CLUSTER, ["compute4"])
+        commands.select_nodes(CLUSTER, ["compute4"])
     assert "(nodes: compute[01-03],ctl01,gpu[01-02])" in str(caught.value)
 
 
@@ -124,10 +124,10 @@ def test_identical_outcomes_fold_into_one_block_with_a_hostlist():
     results = [CommandResult("compute01", 0, "5.15\n", ""), CommandResult("compute02", 0, "6.1\n", ""),
                CommandResult("compute03", 0, "5.15\n", ""), CommandResult("gpu01", 1, "5.15\n", ""),
                CommandResult("gpu02", 0, "5.15\n", "")]
-    blocks = remote.fold(results)
+    blocks = commands.fold(results)
     assert [(b.hostlist, b.rc, b.stdout) for b in blocks] == [
         ("compute[01,03],gpu02", 0, "5.15\n"), ("compute02", 0, "6.1\n"), ("gpu01", 1, "5.15\n")]
-    assert remote.worst_rc(results) == 1 and remote.worst_rc([]) == 0
+    assert commands.worst_rc(results) == 1 and commands.worst_rc([]) == 0
 
 
 @pytest.mark.parametrize("argv, expected", [
@@ -156,7 +156,7 @@ def fake_ssh(monkeypatch, tmp_path):
                                     f"(timeout {timeout:.0f} s)", hint="check the node")
         return CommandResult(node.name, 2 if node.name == "gpu02" else 0, f"kernel 6.1 {command}\n",
                              "warn\n" if node.name == "gpu02" else "")
-    monkeypatch.setattr(remote, "run_on", runner)
+    monkeypatch.setattr(commands, "run_on", runner)
     return spec, calls
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from provision.change import NodeChange
 from provision.cli.plan_view import fold
+from provision.cluster.change import NodeChange
 from provision.hostlist import expand, next_in_range
 from provision.providers.base import PlanItem
 

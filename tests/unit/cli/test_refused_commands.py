@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from cli_contract import cli, invoke, one_error_line
 
-from provision import clusters, lifecycle
+from provision.cluster import clusters, lifecycle
 from provision.errors import SandboxError
 from provision.state import ClusterState
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from provision import login, ssh_options
 from provision.cli import main
 from provision.errors import UsageError
 from provision.records import ClusterInfo, NodeInfo
+from provision.remote import login, ssh_options
 
 
 def _cluster(tmp_path: Path, port: int = 22, jump: str | None = None) -> ClusterInfo:

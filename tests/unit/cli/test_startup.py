@@ -10,12 +10,14 @@ import sys
 
 import pytest
 
-from provision import preflight, remote, slurm_admin
+from provision import preflight
 from provision.cli import options
 from provision.deploy import records
+from provision.remote import commands
+from provision.slurm import admin
 
 HEAVY = ("paramiko", "boto3", "botocore", "ansible_runner", "jinja2",
-         "provision.lifecycle", "provision.spec.model", "provision.records", "provision.certify.control",
+         "provision.cluster.lifecycle", "provision.spec.model", "provision.records", "provision.certify.control",
          "provision.adaptors", "provision.deploy.engine", "provision.providers.sandbox", "provision.providers.aws")
 
 
@@ -59,7 +61,7 @@ def test_a_command_still_loads_the_library_it_uses(tmp_path):
 
 
 def test_the_defaults_the_cli_repeats_equal_the_library_s():
-    assert options.DRAIN_TIMEOUT_S == slurm_admin.DEFAULT_DRAIN_TIMEOUT_S
+    assert options.DRAIN_TIMEOUT_S == admin.DEFAULT_DRAIN_TIMEOUT_S
     assert options.PREFLIGHT_CONCURRENCY == preflight.DEFAULT_CONCURRENCY
     assert options.KEEP_RUNS == records.KEEP_RUNS
-    assert options.EXEC_TIMEOUT_S == remote.DEFAULT_TIMEOUT_S
+    assert options.EXEC_TIMEOUT_S == commands.DEFAULT_TIMEOUT_S

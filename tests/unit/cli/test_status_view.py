@@ -10,8 +10,8 @@ import pytest
 from rich.console import Console
 
 from provision.cli import status_view
-from provision.health import NodeHealth
-from provision.node_software import NodeSoftware
+from provision.node.health import NodeHealth
+from provision.node.software import NodeSoftware
 from provision.records import ClusterInfo, NodeInfo
 from provision.status import slurm
 from provision.status.records import CertifyVerdict, ClusterStatus, NodeStatus, SlurmView

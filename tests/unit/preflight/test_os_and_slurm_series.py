@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from provision import preflight
-from provision.platforms import Platform, supported
+from provision.node.platforms import Platform, supported
 from provision.preflight.judge import slurm_series
 from provision.records import ClusterInfo, NodeInfo
 

@@ -5,7 +5,7 @@ import subprocess
 import sys
 import typing
 
-from provision.lifecycle import planned_cluster
+from provision.cluster.lifecycle import planned_cluster
 from provision.providers import registry
 from provision.spec.model import ClusterSpec
 

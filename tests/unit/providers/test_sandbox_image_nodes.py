@@ -14,9 +14,11 @@ import yaml
 from provision.errors import SandboxError
 from provision.providers.sandbox import image
 from provision.providers.sandbox.mirror import Mirrors
+from provision.providers.sandbox.packages import NodePackages, role_packages
+from provision.resources import playbooks_dir
 
 MIRRORS = Mirrors("http://m.example/debian", None)
-PACKAGES = image.NodePackages(("munge", "slurmd"), ("gcc",), (("munge", 980, "/nonexistent"),))
+PACKAGES = NodePackages(("munge", "slurmd"), ("gcc",), (("munge", 980, "/nonexistent"),))
 pytestmark = pytest.mark.skipif(not (shutil.which("zstd") and shutil.which("tar")), reason="needs tar and zstd")
 
 
@@ -25,14 +27,14 @@ class Fakes:
 
     def __init__(self) -> None:
         self.builds = 0
-        self.installs: list[image.NodePackages] = []
+        self.installs: list[NodePackages] = []
 
     def build(self, target: Path, mirrors: Mirrors, progress) -> None:
         self.builds += 1
         (target / "etc").mkdir()
         (target / "etc/os-release").write_text("base\n")
 
-    def install(self, root: Path, packages: image.NodePackages, progress) -> list[str]:
+    def install(self, root: Path, packages: NodePackages, progress) -> list[str]:
         self.installs.append(packages)
         assert (root / "etc/os-release").read_text() == "base\n"  # installed on top of the unpacked base
         (root / "installed").write_text(" ".join(packages.with_recommends + packages.without_recommends))
@@ -70,7 +72,7 @@ def test_a_missing_unpacked_node_image_comes_back_from_its_tarball(tmp_path, fak
 
 
 def test_another_package_list_builds_another_node_image_on_the_same_base(tmp_path, fakes):
-    other = image.NodePackages(("munge",), (), PACKAGES.accounts)
+    other = NodePackages(("munge",), (), PACKAGES.accounts)
     first = image.ImageCache(tmp_path, fakes.build, PACKAGES, fakes.install).ensure(MIRRORS, print)
     second = image.ImageCache(tmp_path, fakes.build, other, fakes.install).ensure(MIRRORS, print)
     assert first != second and (second / "installed").read_text() == "munge"
@@ -80,9 +82,9 @@ def test_another_package_list_builds_another_node_image_on_the_same_base(tmp_pat
 def test_the_node_image_key_follows_packages_accounts_and_mirror():
     key = image.node_image_key(MIRRORS, PACKAGES)
     assert key.startswith(image.image_key(MIRRORS) + "-nodes-")
-    assert key == image.node_image_key(MIRRORS, image.NodePackages(("munge", "slurmd"), ("gcc",), PACKAGES.accounts))
-    assert key != image.node_image_key(MIRRORS, image.NodePackages(("munge",), ("gcc",), PACKAGES.accounts))
-    assert key != image.node_image_key(MIRRORS, image.NodePackages(PACKAGES.with_recommends, (), PACKAGES.accounts))
+    assert key == image.node_image_key(MIRRORS, NodePackages(("munge", "slurmd"), ("gcc",), PACKAGES.accounts))
+    assert key != image.node_image_key(MIRRORS, NodePackages(("munge",), ("gcc",), PACKAGES.accounts))
+    assert key != image.node_image_key(MIRRORS, NodePackages(PACKAGES.with_recommends, (), PACKAGES.accounts))
     assert key != image.node_image_key(MIRRORS, PACKAGES.__class__(PACKAGES.with_recommends,
                                                                    PACKAGES.without_recommends, ()))
     assert key != image.node_image_key(Mirrors("http://other.example/debian", None), PACKAGES)
@@ -106,8 +108,8 @@ def test_a_failed_install_leaves_no_node_image_but_keeps_the_base(tmp_path, fake
 
 
 def test_the_package_lists_are_the_roles_own():
-    packages = image.role_packages()
-    defaults = {role: yaml.safe_load((image.playbooks_dir() / "roles" / role / "defaults/main.yml").read_text())
+    packages = role_packages()
+    defaults = {role: yaml.safe_load((playbooks_dir() / "roles" / role / "defaults/main.yml").read_text())
                 for role in ("common", "munge", "slurm", "mpi", "certify")}
     assert set(defaults["common"]["common_packages"]) | set(defaults["munge"]["munge_packages"]) \
         | set(defaults["slurm"]["slurm_compute_packages"]) <= set(packages.with_recommends)
@@ -121,7 +123,7 @@ def test_the_package_lists_are_the_roles_own():
 def _roles_with(tmp_path: Path, common_packages: object) -> Path:
     """A copy of the playbooks whose common role lists the given packages."""
     copy = tmp_path / "playbooks"
-    shutil.copytree(image.playbooks_dir(), copy)
+    shutil.copytree(playbooks_dir(), copy)
     defaults = copy / "roles/common/defaults/main.yml"
     values = yaml.safe_load(defaults.read_text())
     defaults.write_text(yaml.safe_dump({**values, "common_packages": common_packages}))
@@ -134,4 +136,4 @@ def _roles_with(tmp_path: Path, common_packages: object) -> Path:
 ])
 def test_a_package_list_the_image_cannot_read_is_refused_naming_the_role_and_variable(tmp_path, value, message):
     with pytest.raises(SandboxError, match=message.replace("{", r"\{").replace("}", r"\}")):
-        image.role_packages(_roles_with(tmp_path, value))
+        role_packages(_roles_with(tmp_path, value))

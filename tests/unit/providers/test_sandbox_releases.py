@@ -10,6 +10,7 @@ import pytest
 from provision.providers.sandbox import debootstrap, image, releases, rootfs
 from provision.providers.sandbox.config import SandboxConfig
 from provision.providers.sandbox.mirror import Mirrors
+from provision.providers.sandbox.packages import NodePackages
 
 MIRRORS = Mirrors("http://m.example/debian", "http://m.example/debian-security", ("main", "contrib"))
 
@@ -35,7 +36,7 @@ def test_nodes_get_apt_sources_of_their_own_suite():
 
 
 def test_each_release_has_its_own_cached_images():
-    packages = image.NodePackages(("munge",), (), ())
+    packages = NodePackages(("munge",), (), ())
     old, new = image.image_key(MIRRORS, "bookworm"), image.image_key(MIRRORS, "trixie")
     assert old.startswith("bookworm-") and new.startswith("trixie-") and old != new
     assert image.node_image_key(MIRRORS, packages, "trixie").startswith(new + "-nodes-")

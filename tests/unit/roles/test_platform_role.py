@@ -1,6 +1,6 @@
 """The platform role for real (ansible-playbook, local connection): each host reads its own os-release file; a
 supported release passes and loads its vars file, any other OS is refused in exactly the words preflight uses
-(provision.platforms), and in a later play the dependency costs one task however many roles list it."""
+(provision.node.platforms), and in a later play the dependency costs one task however many roles list it."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from provision import platforms
+from provision.node import platforms
 
 REPO = Path(__file__).resolve().parents[3]
 ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"

@@ -1,6 +1,6 @@
 """Golden files for the slurm role's cluster-wide files (slurm.conf, gres.conf, cgroup.conf, mpi.conf, slurmdbd.conf)
 for each Slurm series the roles install (22.05 on Debian 12, 24.11 on Debian 13), rendered by real Ansible templating
-from node entries that provision.slurm_layout builds out of recorded hardware."""
+from node entries that provision.slurm.layout builds out of recorded hardware."""
 from __future__ import annotations
 
 import json
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from provision import slurm_layout
-from provision.hardware import NodeHardware
+from provision.node.hardware import NodeHardware
 from provision.records import ClusterInfo, NodeInfo
+from provision.slurm import layout
 
 REPO = Path(__file__).resolve().parents[3]
 GOLDEN = Path(__file__).parent / "golden" / "slurm"
@@ -76,10 +76,10 @@ def _render(tmp_path: Path, case: str, version: str) -> dict[str, str]:
     out = tmp_path / "out"
     out.mkdir()
     variables = {"cluster_name": "golden", "slurm_controller_host": "ctl01", "slurm_accounting_enabled": True,
-                 "slurm_nodes": slurm_layout.node_entries(cluster, hardware),
-                 "slurm_partitions": slurm_layout.partition_entries(cluster, hardware), **switches,
-                 # as the role reads it from the installed packages (tasks/probe.yml)
-                 "_slurm_installed": {"stdout_lines": [f"slurm version {version}"]},
+                 "slurm_nodes": layout.node_entries(cluster, hardware),
+                 "slurm_partitions": layout.partition_entries(cluster, hardware), **switches,
+                 # as the role reads it from the installed Slurm (tasks/probe.yml: the node_probe action's answer)
+                 "_slurm_installed": {"versions": {"slurm": version}, "files": {}},
                  "slurm_accounting_db_password_file": str(tmp_path / "db-password")}
     (tmp_path / "db-password").write_text("golden-not-a-secret")
     inventory = {"all": {"hosts": {"localhost": {"ansible_connection": "local",

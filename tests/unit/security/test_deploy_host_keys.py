@@ -14,11 +14,12 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from provision import inventory, ssh_options
+from provision import inventory
 from provision.adaptors.ansible import PlaybookRun, run_playbook
 from provision.deploy.ansible_cfg import control_path_dir, write_ansible_cfg
 from provision.deploy.events import EventTracker
 from provision.records import ClusterInfo, NodeInfo
+from provision.remote import ssh_options
 from provision.state import ClusterState
 
 ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"

@@ -23,8 +23,10 @@ from inprocess import provision
 from specs import PROVIDERS, bases_for, dump, string_paths, with_value
 from pydantic import BaseModel
 
-from provision import inventory, lifecycle, remote, ssh_options
+from provision import inventory
+from provision.cluster import lifecycle
 from provision.errors import ConnectionFailure, StateError
+from provision.remote import commands, ssh_options
 from provision.spec.loader import load_spec
 from provision.spec.model import ClusterSpec
 
@@ -318,9 +320,9 @@ def test_paramiko_through_the_jump_host_passes_the_user_as_data(jump_cluster, tm
     for payload in payloads(marker):
         cluster = jump_cluster.model_copy(update={"ssh_user": payload, "ssh_key_path": key})
         with pytest.raises(ConnectionFailure, match="is not a user name"):
-            remote.run_on(cluster, node, "true", timeout=5)
+            commands.run_on(cluster, node, "true", timeout=5)
     assert seen == [] and not marker.exists()
     cluster = jump_cluster.model_copy(update={"ssh_user": "svc.deploy-1", "ssh_key_path": key})
     with pytest.raises(ConnectionFailure, match="connection refused"):
-        remote.run_on(cluster, node, "true", timeout=5)
+        commands.run_on(cluster, node, "true", timeout=5)
     assert seen == [("127.0.0.1", 22, "svc.deploy-1")]  # the jump host first, the user as it is

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from provision import converge, inventory, lifecycle
+from provision import inventory
+from provision.cluster import converge, lifecycle
 from provision.deploy import engine
 from provision.errors import StateError
 from provision.settings import applied

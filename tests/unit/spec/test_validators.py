@@ -185,8 +185,8 @@ CASES = [
      "repository holds, as `apt-cache policy slurmd` shows it (e.g. 24.11.5-1)"),
     ("slurm repository key file that is no key",
      _slurm(repository_key=str(KEYS / "README.md")),
-     f"error: software.slurm.repository_key: '{KEYS / 'README.md'}' is not OpenPGP data (byte 0 is no packet "
-     "header); give an OpenPGP public key file, armored or binary, as `gpg --export [--armor] KEYID` writes it"),
+     f"error: software.slurm.repository_key: '{KEYS / 'README.md'}' is not an OpenPGP key gpg can read (gpg: no "
+     "valid OpenPGP data found.); give an OpenPGP public key file, armored or binary, as `gpg --export [--armor] KEYID` writes it"),
     ("slurm repository key file that is missing",
      _slurm(repository_key="/nonexistent/slurm.asc"),
      "error: software.slurm.repository_key: /nonexistent/slurm.asc: no such file; "

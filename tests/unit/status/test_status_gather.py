@@ -10,7 +10,7 @@ import pytest
 
 from provision.errors import ConnectionFailure
 from provision.records import ClusterInfo, NodeInfo
-from provision.remote import CommandResult
+from provision.remote.commands import CommandResult
 from provision.status import gather as gather_module, slurm
 from provision.status.gather import gather, split_answer
 

@@ -9,7 +9,7 @@ import pytest
 
 from provision.errors import ConnectionFailure
 from provision.records import ClusterInfo, NodeInfo
-from provision.remote import CommandResult
+from provision.remote.commands import CommandResult
 from provision.status import slurm
 from provision.status.records import SlurmNode
 

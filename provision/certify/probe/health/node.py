@@ -75,4 +75,4 @@ def cuda_version(snap: NvmlSnapshot, expect: NodeExpectation) -> CheckResult:
     return CheckResult("gpu.driver.cuda_version", "pass" if ok else "fail", node=expect.node, value=found,
                        threshold=f">= {expect.cuda_version}", source="spec cuda.versions (newest)",
                        detail="" if ok else f"the driver supports CUDA {found}; toolkit {expect.cuda_version} "
-                                            "will not run (see provision.compat)")
+                                            "will not run (see provision.node.compat)")

@@ -79,6 +79,23 @@ def test_capacity_and_auth_errors_are_not_retried(aws):
     assert aws.delays == []
 
 
+@pytest.mark.parametrize("name, parent", [
+    ("/aws/service/debian/release/14/latest/amd64", "/aws/service/debian/release/14/latest"),
+    ("/golden", "/"),
+])
+def test_a_missing_parameter_is_named_with_the_way_to_find_the_right_one(aws, name, parent):
+    with Stubber(aws.client("ssm")) as stub:
+        stub.add_client_error("get_parameter", "ParameterNotFound", service_message="")  # AWS says no more
+        with pytest.raises(CloudNotFoundError) as caught:
+            aws.ssm.get_parameter(Name=name)
+    assert caught.value.code == "ParameterNotFound" and caught.value.retryable is False
+    assert caught.value.message == f"ssm get_parameter: ParameterNotFound: SSM parameter {name} does not exist in " \
+                                   "us-east-1"
+    assert caught.value.hint == "check the name and the region: `aws ssm get-parameters-by-path --region us-east-1 " \
+                                f"--path {parent}` lists the parameters published there"
+    assert aws.calls == {"ssm:GetParameter": 1} and aws.delays == []
+
+
 def test_pages_follow_next_token(aws):
     with Stubber(aws.client("ec2")) as stub:
         stub.add_response("describe_subnets", {"Subnets": [{"SubnetId": "subnet-1"}], "NextToken": "t"})

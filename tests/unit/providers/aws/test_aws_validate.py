@@ -49,6 +49,17 @@ def test_the_base_spec_is_clean():
     assert semantic_findings(spec) == []
 
 
+@pytest.mark.parametrize("parameter", [
+    "/aws/service/debian/release/12/latest/amd64", "/aws/service/debian/release/12/latest/arm64",
+    "/aws/service/debian/release/13/latest/amd64", "/aws/service/debian/release/trixie/latest/arm64",
+    "/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id",
+    "/aws/service" + "/x" * 13,  # 15 levels, SSM's most
+    "/golden-ami/latest",  # the account's own parameter: a pipeline's latest image
+])
+def test_parameters_public_or_private_are_clean(parameter):
+    assert validation.findings(_spec(_set("provider.ami", {"ssm_parameter": parameter}))) == []
+
+
 def test_other_providers_get_no_aws_findings():
     spec = ClusterSpec.model_validate({"name": "s", "provider": {"type": "sandbox"}, "node_groups": [
         {"name": "n", "roles": ["controller", "compute"], "count": 1}]})
@@ -140,8 +151,25 @@ CASES = [
     ([_set("provider.ami", {"id": "ami-12"})],
      "error: provider.ami.id: 'ami-12' is not an image id; use an id such as ami-0123456789abcdef0"),
     ([_set("provider.ami", {"ssm_parameter": "aws/service/x"})],
-     "error: provider.ami.ssm_parameter: 'aws/service/x' is not a parameter path; use a path such as "
-     "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"),
+     "error: provider.ami.ssm_parameter: 'aws/service/x' is not a parameter path (from the root: names between "
+     "single slashes, no slash at the end, at most 15 levels); use the parameter the image's publisher documents, "
+     "e.g. /aws/service/debian/release/12/latest/amd64 (Debian 12, x86_64), or one of your account's holding an "
+     "image id"),
+    ([_set("provider.ami", {"ssm_parameter": "/aws/service/debian/release//latest/amd64"})],
+     "error: provider.ami.ssm_parameter: '/aws/service/debian/release//latest/amd64' is not a parameter path (from "
+     "the root: names between single slashes, no slash at the end, at most 15 levels); use the parameter the image's publisher "
+     "documents, e.g. /aws/service/debian/release/12/latest/amd64 (Debian 12, x86_64), or one of your "
+     "account's holding an image id"),
+    ([_set("provider.ami", {"ssm_parameter": "/aws/service/debian/release/13/latest/"})],
+     "error: provider.ami.ssm_parameter: '/aws/service/debian/release/13/latest/' is not a parameter path (from "
+     "the root: names between single slashes, no slash at the end, at most 15 levels); use the parameter the image's publisher "
+     "documents, e.g. /aws/service/debian/release/12/latest/amd64 (Debian 12, x86_64), or one of your "
+     "account's holding an image id"),
+    ([_set("provider.ami", {"ssm_parameter": "/aws/service" + "/x" * 14})],
+     "error: provider.ami.ssm_parameter: '/aws/service" + "/x" * 14 + "' is not a parameter path (from the root: "
+     "names between single slashes, no slash at the end, at most 15 levels); use the parameter the image's publisher "
+     "documents, e.g. /aws/service/debian/release/12/latest/amd64 (Debian 12, x86_64), or one of your account's "
+     "holding an image id"),
     # keys and login
     ([_set("provider.key_pair_name", "team-key")],
      "error: provider.key_pair_name: 'team-key' is set but ssh.key_path is not, so the tool would log in with its "
@@ -149,7 +177,7 @@ CASES = [
      "key_pair_name to import the cluster key"),
     ([_set("ssh.user", "root")],
      "warning: ssh.user: 'root': AWS images log in as their default user and refuse root; set ssh.user to the "
-     "image's user (ubuntu on Ubuntu, ec2-user on Amazon Linux)"),
+     "image's user (admin on Debian, ubuntu on Ubuntu)"),
     # FSx
     ([_set("provider.fsx_lustre", {"storage_capacity_gib": 3000}), _set("filesystem", {"type": "lustre"})],
      "error: provider.fsx_lustre.storage_capacity_gib: 3000 is not a size FSx for Lustre offers; use 1200 or a "
