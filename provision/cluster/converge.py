@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from provision import hostlist
+from provision import hostlist, inventory
 from provision.certify.control.run import CertifyOptions, CertifyRun, certify as run_certify
 from provision.cluster import change
 from provision.node import hardware
@@ -119,8 +119,21 @@ def certify_held(spec: ClusterSpec, cluster: ClusterInfo, nodes: list[str], opti
     record = run_certify(spec, cluster, options, progress)
     failed = set(record.failed_nodes)
     passed = [n for n in nodes if n not in failed] if record.ok or failed else []  # a cluster-wide failure: none
-    release(ClusterState.for_spec(spec), cluster, passed, progress)
+    state = ClusterState.for_spec(spec)
+    release(state, cluster, passed, progress)
+    rewrite_hold(spec, cluster, state)
     return record
+
+
+def rewrite_hold(spec: ClusterSpec, cluster: ClusterInfo, state: ClusterState) -> None:
+    """The rendered inventory names the nodes held now: those certify released leave `slurm_hold_nodes`, so a plain
+    `ansible-playbook` run on it (README, Ansible) holds no node again that is in service."""
+    if not (state.inventory_dir / "hosts.yml").is_file():
+        return
+    others = {name: value for name, value in cluster.vars.items() if name != HOLD_VAR}
+    still = held(state, cluster)
+    held_vars = {**others, HOLD_VAR: ",".join(still)} if still else others
+    inventory.write(spec, cluster.model_copy(update={"vars": held_vars}), state.inventory_dir)
 
 
 def held_now(spec: ClusterSpec, cluster: ClusterInfo) -> list[str]:

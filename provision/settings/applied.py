@@ -27,8 +27,10 @@ DOCUMENT = "settings"
 FORMAT = 1
 FILES = ("hosts.yml", "group_vars/all/cluster.yml")  # what provision.inventory renders
 GROUPS = "group_names"  # a host's groups, under the name the roles read them by
-# Not settings: which nodes are held in the certify reservation follows certify, not the spec (converge.HOLD_VAR).
-TRANSIENT = ("slurm_hold_nodes",)
+# Not settings: which nodes are held in the certify reservation follows certify, not the spec (converge.HOLD_VAR);
+# whether the cluster is in service follows its deploys (the CLI passes it to each run, the inventory says it for a
+# plain ansible-playbook run).
+TRANSIENT = ("slurm_hold_nodes", "provision_in_service")
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

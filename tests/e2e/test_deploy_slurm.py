@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import base64
+import os
+import re
 import subprocess
 import sys
 import time
@@ -51,13 +53,49 @@ def test_second_deploy_changes_nothing(slurm_cluster):
     assert {h["host"]: h["changed"] for h in result["hosts"]} == {n.name: 0 for n in slurm_cluster.info.nodes}
 
 
-def test_plain_ansible_playbook_works_without_the_cli(slurm_cluster):
+def test_plain_ansible_playbook_converges_without_the_cli(slurm_cluster):
+    """A converged cluster re-run with nothing but `ansible-playbook -i <inventory> playbooks/site.yml` (no
+    ansible.cfg, no extra vars, the user's own environment) changes nothing on any host."""
     state = ClusterState.for_spec(load_spec(slurm_cluster.spec_path))
     playbook = Path(__file__).resolve().parents[2] / "playbooks" / "site.yml"
+    env = {name: value for name, value in os.environ.items() if not name.startswith("ANSIBLE_")}
     result = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(state.inventory_dir),
-                             str(playbook)], capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stdout[-3000:]
-    assert "changed=0" in result.stdout and "failed=0" in result.stdout
+                             str(playbook)], capture_output=True, text=True, timeout=900, env=env, cwd="/")
+    recap = play_recap(result.stdout)
+    shown = f"{changed_tasks(result.stdout)}\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}"
+    assert result.returncode == 0, shown
+    assert set(recap) == {n.name for n in slurm_cluster.info.nodes}, shown
+    assert {host: (counts["changed"], counts["unreachable"], counts["failed"]) for host, counts in recap.items()} \
+        == {host: (0, 0, 0) for host in recap}, shown
+
+
+_RECAP_LINE = re.compile(r"^(\S+)\s+:\s+((?:\w+=\d+\s*)+)$")
+
+
+def play_recap(stdout: str) -> dict[str, dict[str, int]]:
+    """The PLAY RECAP of ansible-playbook's default output: {host: {"ok": N, "changed": N, ...}}, one line a host."""
+    lines = stdout.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("PLAY RECAP ")]
+    assert len(starts) == 1, f"one PLAY RECAP expected, found {len(starts)}"
+    recap = {}
+    for line in lines[starts[0] + 1:]:
+        match = _RECAP_LINE.match(line.strip())
+        if not match:
+            break
+        assert match.group(1) not in recap, f"{match.group(1)} twice in the recap"
+        recap[match.group(1)] = {key: int(value) for key, value in re.findall(r"(\w+)=(\d+)", match.group(2))}
+    return recap
+
+
+def changed_tasks(stdout: str) -> list[str]:
+    """'TASK name: host' for every task the default output reports as changed."""
+    task, found = "", []
+    for line in stdout.splitlines():
+        if line.startswith("TASK ["):
+            task = line[len("TASK ["):line.rfind("]")]
+        elif line.startswith("changed: ["):
+            found.append(f"{task}: {line[len('changed: ['):line.find(']')]}")
+    return found
 
 
 def _secret_forms(raw: bytes) -> list[bytes]:

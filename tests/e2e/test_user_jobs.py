@@ -94,7 +94,7 @@ def test_deploy_check_names_the_drifted_node_and_task_with_its_own_exit_code(slu
         rc, result = slurm_cluster.deploy("--check")
         assert rc == 4 and result["changed_hosts"] == [victim]
         tasks = next(h["changed_tasks"] for h in result["hosts"] if h["host"] == victim)
-        assert "Render cgroup.conf" in tasks
+        assert "Render gres.conf, cgroup.conf and mpi.conf (the GPUs, cgroups and the pmix plugin's step daemons)" in tasks
         assert "drift" in slurm_cluster.ssh(victim, "tail -1 /etc/slurm/cgroup.conf").stdout  # nothing changed
     finally:
         rc, result = slurm_cluster.deploy()

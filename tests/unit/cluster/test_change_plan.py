@@ -253,3 +253,33 @@ def test_plan_on_a_subnet_the_sandbox_chose_keeps_the_addresses_up_keeps(tmp_pat
         *[(name, "change", ["settings: slurm_nodes, slurm_partitions"]) for name in ("ctl01", "cn01", "cn02")],
         ("cn03", "add", [])]  # no address changes: slurm.conf's node lines do, on every node
     assert "+10.99.3.13 cn03" in grown["files"]["/etc/hosts"]
+
+
+def test_nodes_certify_released_leave_the_rendered_inventory(tmp_path, monkeypatch):
+    """After `up` certified and released joining nodes, the inventory a plain ansible-playbook run reads holds
+    only the nodes still held (else that run would put nodes in service back into the hold reservation)."""
+    monkeypatch.setenv("PROVISION_STATE_DIR", str(tmp_path / "state"))
+    path = tmp_path / "change.yaml"
+    path.write_text(SPEC.format(ctl="ctl", count=3))
+    spec = load_spec(path)
+    state = ClusterState.for_spec(spec)
+    state.mark_stage("deploy", nodes=["ctl01", "cn01"])
+    cluster = converge.with_hold(state, lifecycle.planned_cluster(spec))
+    converge.inventory.write(spec, cluster, state.inventory_dir)
+    rendered = state.inventory_dir / "group_vars/all/cluster.yml"
+    assert 'slurm_hold_nodes: !unsafe "cn02,cn03"' in rendered.read_text()
+    monkeypatch.setattr(converge, "run_certify", lambda *a: _certify_run(failed_nodes=["cn03"]))
+    monkeypatch.setattr(admin, "controller_runner", lambda cluster: None)
+    monkeypatch.setattr(admin, "resume_drained", lambda *a: None)
+    monkeypatch.setattr(admin, "release", lambda runner, passed, progress: ["cn03"])
+    converge.certify_held(spec, cluster, ["cn02", "cn03"], converge.CertifyOptions(), print)
+    assert 'slurm_hold_nodes: !unsafe "cn03"' in rendered.read_text()
+    monkeypatch.setattr(converge, "run_certify", lambda *a: _certify_run(failed_nodes=[]))
+    monkeypatch.setattr(admin, "release", lambda runner, passed, progress: [])
+    converge.certify_held(spec, cluster, ["cn03"], converge.CertifyOptions(), print)
+    assert "slurm_hold_nodes" not in rendered.read_text()
+
+
+def _certify_run(failed_nodes: list[str]):
+    """What certify_held reads of a certify run."""
+    return type("Run", (), {"failed_nodes": failed_nodes, "ok": not failed_nodes})()

@@ -34,13 +34,20 @@ def test_every_vars_file_defines_the_same_variables_and_names_itself():
     reference = set(files["Debian-12"])
     assert {name: set(values) ^ reference for name, values in files.items()} == {name: set() for name in files}
     assert {name: values["platform_release"] for name, values in files.items()} == {name: name for name in files}
-    assert {"_gpu_base_cuda_repository_dir", "_nvidia_driver_distribution_packages"} <= reference
 
 
-def test_the_gpu_roles_no_longer_carry_os_vars_files():
+def test_the_platform_vars_hold_platform_facts_only():
+    """Each role owns its per-OS values (vars/os/<family>.yml, vars/os/<OS>-<release>.yml); platform's files hold
+    no other role's private variables."""
+    for path in VARS.glob("*-*.yml"):
+        assert all(name.startswith("platform_") for name in yaml.safe_load(path.read_text())), path.name
+
+
+def test_the_gpu_roles_carry_their_values_for_every_release():
     roles = VARS.parents[1]
-    assert sorted(p.name for p in (roles / "gpu_base" / "vars").iterdir()) == ["main.yml"]
-    assert sorted(p.name for p in (roles / "nvidia_driver" / "vars").iterdir()) == ["main.yml"]
+    releases = {f"{p.key}.yml" for p in platforms.supported()}
+    for role in ("gpu_base", "nvidia_driver", "rdma"):
+        assert releases <= {path.name for path in (roles / role / "vars" / "os").glob("*.yml")}, role
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -1,10 +1,11 @@
-"""The node image: the base plus the packages the roles install, read from the roles, built once per package list.
+"""The node image: the base plus what the roles declare for it (meta/image.yml), built once per package list.
 
 The base builder and the package installer (apt in a chroot, minutes of downloads) are small fakes; tar and zstd are
 real, so the node image really is the base's tarball unpacked with the installer's work on top."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -120,6 +121,32 @@ def test_the_package_lists_are_the_roles_own():
         == {(name, uid) for name, uid, _ in packages.accounts}
 
 
+def test_the_image_carries_what_the_roles_declare_and_nothing_else():
+    packages = role_packages()
+    assert "glusterfs-client" in packages.with_recommends  # shared_mount's vars/glusterfs.yml, named by its file
+    assert "nfs-common" not in packages.with_recommends + packages.without_recommends  # declared not_in_image
+    assert not {"libnccl2", "rdma-core"} & set(packages.with_recommends + packages.without_recommends)
+
+
+def test_the_same_packages_give_the_same_image_key_in_whatever_order_they_are_declared(tmp_path):
+    copy = tmp_path / "playbooks"
+    shutil.copytree(playbooks_dir(), copy)
+    meta = copy / "roles/slurm/meta/image.yml"
+    declared = yaml.safe_load(meta.read_text())
+    meta.write_text(yaml.safe_dump({**declared, "packages": declared["packages"][::-1]}))
+    assert role_packages(copy) == role_packages()
+    assert image.node_image_key(MIRRORS, role_packages(copy)) == image.node_image_key(MIRRORS, role_packages())
+
+
+def test_a_package_declared_with_and_without_recommends_goes_in_with_them(tmp_path):
+    copy = tmp_path / "playbooks"
+    shutil.copytree(playbooks_dir(), copy)
+    (copy / "roles/common/meta/image.yml").write_text(yaml.safe_dump({"packages": [
+        {"from": "common_packages", "recommends": True}, {"from": "common_packages", "recommends": False}]}))
+    packages = role_packages(copy)
+    assert "procps" in packages.with_recommends and "procps" not in packages.without_recommends
+
+
 def _roles_with(tmp_path: Path, common_packages: object) -> Path:
     """A copy of the playbooks whose common role lists the given packages."""
     copy = tmp_path / "playbooks"
@@ -137,3 +164,21 @@ def _roles_with(tmp_path: Path, common_packages: object) -> Path:
 def test_a_package_list_the_image_cannot_read_is_refused_naming_the_role_and_variable(tmp_path, value, message):
     with pytest.raises(SandboxError, match=message.replace("{", r"\{").replace("}", r"\}")):
         role_packages(_roles_with(tmp_path, value))
+
+
+@pytest.mark.parametrize("declared, message", [
+    ({"packages": [{"from": "common_packages"}]}, "common/meta/image.yml: packages.0.recommends: Field required"),
+    ({"packages": [{"from": "no_such_list", "recommends": True}]},
+     "common/defaults/main.yml: no_such_list is not a list"),
+    ({"packages": [{"from": "common_packages", "file": "../../slurm/defaults/main.yml", "recommends": True}]},
+     "common/meta/image.yml: packages.0.file: String should match pattern"),
+    ({"pakages": []}, "common/meta/image.yml: pakages: Extra inputs are not permitted"),
+    ({"not_in_image": [{"from": "common_packages"}]}, "common/meta/image.yml: not_in_image.0.why: Field required"),
+    ({"accounts": [{"from": "common_packages"}]}, "common/defaults/main.yml: common_packages holds 'ca-certificates'"),
+])
+def test_a_role_image_declaration_the_image_cannot_read_is_refused_naming_the_file(tmp_path, declared, message):
+    copy = tmp_path / "playbooks"
+    shutil.copytree(playbooks_dir(), copy)
+    (copy / "roles/common/meta/image.yml").write_text(yaml.safe_dump(declared))
+    with pytest.raises(SandboxError, match=re.escape(message)):
+        role_packages(copy)

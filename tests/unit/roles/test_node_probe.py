@@ -106,6 +106,85 @@ def test_a_fresh_node_reads_as_having_nothing_the_roles_ask_for():
     assert state["blocks"] == {"mca": None}
 
 
+def _offer(version, upstream, revision, epoch=0):
+    return {"version": version, "epoch": epoch, "upstream": upstream, "revision": revision}
+
+
+APT_ROOT = "/tmp/node-probe-fixture/apt/"
+
+
+def test_apt_policy_answers_the_versions_repositories_offer_its_candidate_and_what_is_installed():
+    """Recorded from the real apt-cache policy (apt 2.6) over two repositories: a version pinned to -1 is still offered
+    (there is no candidate), a version only the dpkg status file has is installed but not offered, an epoch is split
+    off, the repositories' order (newest first) is kept, and a package no repository knows offers nothing."""
+    versions = _read(*_recorded("gpu-node"))["apt_versions"]
+    assert versions["nvidia-driver-cuda"] == {"name": "nvidia-driver-cuda", "installed": None, "candidate": None,
+                                              "offered": [_offer("575.51.03-1", "575.51.03", "1"),
+                                                          _offer("570.124.06-1", "570.124.06", "1"),
+                                                          _offer("570.86.15-1", "570.86.15", "1")]}
+    assert versions["nvidia-smi"] == {"name": "nvidia-smi", "installed": "550.163.01-2", "candidate": "550.163.01-2",
+                                      "offered": [_offer("570.124.06-1", "570.124.06", "1"),
+                                                  _offer("550.163.01-2", "550.163.01", "2")]}
+    assert versions["libnccl2"]["installed"] == "2.24.3-1+cuda12.8"
+    assert [o["version"] for o in versions["libnccl2"]["offered"]] == [
+        "2.26.2-1+cuda12.8", "2.26.2-1+cuda12.2", "2.25.1-1+cuda12.8"]
+    assert versions["libnccl2"]["offered"][1]["revision"] == "1+cuda12.2"
+    assert versions["datacenter-gpu-manager-4-core"]["offered"] == [_offer("1:4.4.1-1", "4.4.1", "1", epoch=1)]
+    assert versions["linux-headers-6.12.99-amd64"]["candidate"] == "6.12.99-1"
+    for name in ("linux-headers-0.0-none", "no-such-package"):
+        assert versions[name] == {"name": name, "installed": None, "candidate": None, "offered": []}
+
+
+def test_apt_sources_name_the_file_of_each_archive_with_its_origin_and_component():
+    """Recorded from the real apt-get indextargets: a flat repository has no suite or component (apt leaves the
+    $(SUITE) unfilled, read as None); one line per component."""
+    assert _read(*_recorded("gpu-node"))["apt_sources"] == [
+        {"file": APT_ROOT + "root/etc/apt/sources.list.d/cuda.sources", "entry": 1, "origin": "NVIDIA", "suite": None,
+         "component": None},
+        {"file": APT_ROOT + "root/etc/apt/sources.list.d/debian.sources", "entry": 1, "origin": "Debian",
+         "suite": "stable", "component": "main"},
+        {"file": APT_ROOT + "root/etc/apt/sources.list.d/debian.sources", "entry": 1, "origin": "Debian",
+         "suite": "stable", "component": "non-free"}]
+
+
+def test_packages_by_pattern_are_every_match_dpkg_knows_in_its_state():
+    assert _read(*_recorded("gpu-node"))["package_patterns"] == {
+        "libcuda1": _package("libcuda1", False, "iU", "550.163.01-2"),
+        "nvidia-persistenced": _package("nvidia-persistenced", False, "rc", "550.163.01-1"),
+        "nvidia-smi": _package("nvidia-smi", True, "hi", "550.163.01-2", held=True)}
+
+
+def test_an_alternative_reads_as_its_mode_value_and_choices():
+    alt = APT_ROOT + "alternatives/"
+    assert _read(*_recorded("gpu-node"))["alternatives"] == {
+        "cuda": {"name": "cuda", "registered": True, "status": "manual", "best": alt + "cuda-12.8",
+                 "value": alt + "cuda-12.4", "choices": [alt + "cuda-12.4", alt + "cuda-12.8"]},
+        "no-such-alternative": {"name": "no-such-alternative", "registered": False, "status": None, "best": None,
+                                "value": None, "choices": []}}
+
+
+def test_pci_devices_read_as_vendor_device_and_class_of_sysfs():
+    """sysfs writes "0x10de" and "0x030200"; the answer is the lower-case hex ids, the class without its interface
+    byte and the base class (03: display, 0680: a bridge of the NVSwitch kind). A missing folder reads as no device."""
+    devices = _read(*_recorded("gpu-node"))["pci_devices"]
+    assert devices["missing"] == []
+    assert [(d["slot"], d["id"], d["base_class"]) for d in devices["bus"]] == [
+        ("0000:00:00.0", "8086:1237:0600", "06"), ("0000:17:00.0", "10de:2330:0302", "03"),
+        ("0000:18:00.0", "10de:22a3:0680", "06"), ("0000:19:00.0", "15b3:1021:0207", "02")]
+    assert devices["bus"][1] == {"slot": "0000:17:00.0", "vendor": "10de", "device": "2330", "class": "0302",
+                                 "base_class": "03", "id": "10de:2330:0302"}
+
+
+@pytest.mark.parametrize("version, parts", [
+    ("1:4.4.1-1", (1, "4.4.1", "1")), ("2.26.2-1+cuda12.8", (0, "2.26.2", "1+cuda12.8")),
+    ("535.309.01-0+deb12u1", (0, "535.309.01", "0+deb12u1")), ("1.0", (0, "1.0", "")),
+    ("2:1.2-3-4", (2, "1.2-3", "4")), ("a:1-2", (0, "a:1", "2")),
+])
+def test_a_debian_version_splits_into_epoch_upstream_and_revision(version, parts):
+    found = probe.debian_version(version)
+    assert (found["epoch"], found["upstream"], found["revision"]) == parts and found["version"] == version
+
+
 FILES = "/tmp/node-probe-fixture/files/"
 ODD = "odd name\nwith $(touch INJECTED) `touch INJECTED`; 'quotes' \"too\""
 T = 1795821694  # the recording's time: the files' mtime, and the sleeper's start
@@ -168,14 +247,14 @@ def test_a_converged_node_reads_as_converged():
         "versions": {"slurm": "22.05.8"}, "tcp_listening": [22, 53, 6818]}
 
 
-@pytest.mark.parametrize("name", ["dpkg-states", "fresh-node", "files"])
+@pytest.mark.parametrize("name", ["dpkg-states", "fresh-node", "files", "gpu-node"])
 def test_every_answer_has_the_keys_an_absent_thing_has(name):
     """The roles read fields without defaults: a field present for one node must be there for every node."""
     args, output = _recorded(name)
     spec = probe.normalise(args)
     found, absent = probe.parse_output(spec, output), probe.parse_output(spec, "end\n")
     assert found.keys() == absent.keys()
-    for read in set(absent) - {"os_release", "tcp_listening"}:
+    for read in set(absent) - {"os_release", "tcp_listening", "apt_sources", "package_patterns", "pci_devices"}:
         assert found[read].keys() == absent[read].keys(), read
         for key, answer in absent[read].items():
             if isinstance(answer, dict):
@@ -234,7 +313,8 @@ def test_no_value_reaches_the_shell_as_code(tmp_path):
             "versions": {f"v{i}": ["echo", v] for i, v in enumerate(HOSTILE)},
             "python_versions": {f"v{i}": {"python": sys.executable, "name": v, "path": v} for i, v in enumerate(HOSTILE)},
             "blocks": {f"v{i}": {"path": v, "marker": v} for i, v in enumerate(HOSTILE)},
-            "os_release": HOSTILE}
+            "os_release": HOSTILE, "package_patterns": HOSTILE, "alternatives": HOSTILE,
+            "pci_devices": {f"v{i}": v for i, v in enumerate(HOSTILE)}}
     spec = probe.normalise(args)
     script = probe.build_script(spec)
     for value in HOSTILE:
@@ -251,7 +331,7 @@ def test_no_value_reaches_the_shell_as_code(tmp_path):
 # --- Wrong arguments and garbled output fail --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args, message", [
-    ({"package": ["munge"]}, "unknown read 'package'; the reads are accounts, blocks, checks"),
+    ({"package": ["munge"]}, "unknown read 'package'; the reads are accounts, alternatives, apt_sources"),
     ({"packages": "munge"}, "packages: 'munge' is not a list"),
     ({"packages": ["munge", ""]}, "packages[1]: '' is not a non-empty string"),
     ({"files": "/etc/hosts"}, "files: '/etc/hosts' is not a mapping"),
@@ -263,6 +343,11 @@ def test_no_value_reaches_the_shell_as_code(tmp_path):
     ({"python_versions": {"nvml": {"python": "/usr/bin/python3"}}}, "python_versions.nvml: "),
     ({"tcp_listening": "yes"}, "tcp_listening: 'yes' is not true or false"),
     ({"packages": ["a\0b"]}, "packages[0]: 'a\\x00b' is not a non-empty string without NUL bytes"),
+    ({"apt_versions": "libnccl2"}, "apt_versions: 'libnccl2' is not a list"),
+    ({"apt_versions": ["libnccl2", "*"]}, "apt_versions[1]: '*' is not a package name"),
+    ({"apt_versions": ["-rf"]}, "apt_versions[0]: '-rf' is not a package name"),
+    ({"apt_sources": "yes"}, "apt_sources: 'yes' is not true or false"),
+    ({"pci_devices": ["/sys/bus/pci/devices"]}, "pci_devices: ['/sys/bus/pci/devices'] is not a mapping"),
 ])
 def test_a_read_written_wrongly_is_refused_with_its_name(args, message):
     with pytest.raises(probe.ProbeError) as refused:
@@ -283,6 +368,9 @@ SPEC = probe.normalise({"files": {"a": "/a"}, "checks": {"ok": ["true"]}})
     ("output\t0\t0\tnot base64!\nend\n", "the output names outputs"),
     ("check\t0\t0\nfile\t0\tnot-hex\troot\troot\t1\t2\nend\n", "cannot read the output line"),
     ("tcp\t0.0.0.0:22\nend\n", "names listening ports, which the task did not read"),
+    ("source\t0\t/etc/apt/sources.list:1\tDebian\tstable\tmain\nend\n", "names APT index targets, which the task"),
+    ("matched\tnvidia-smi\t1-1\tii \nend\n", "names packages by pattern, which the task did not read"),
+    ("policy\t0\tnvidia-smi:\nend\n", "the output names apt_versions number '0', which the task did not read"),
 ])
 def test_output_cut_short_or_garbled_fails_instead_of_reading_as_absent(output, message):
     with pytest.raises(probe.ProbeError) as failed:
@@ -373,18 +461,24 @@ def test_every_role_reads_its_node_with_node_probe_not_raw():
     left change something, and read back no more than whether they did."""
     roles = REPO / "playbooks" / "roles"
     reads, raw_reads = [], []
-    for role in ("common", "munge", "slurm", "mpi", "certify", "platform"):
-        for path in sorted((roles / role / "tasks").glob("*.yml")):
+    for role in ("common", "munge", "slurm", "mpi", "certify", "platform", "gpu_base", "nvidia_driver", "cuda", "nccl",
+                 "nvidia_fabricmanager", "dcgm", "rdma"):
+        for path in sorted((roles / role / "tasks").glob("**/*.yml")):
+            name = path.relative_to(roles / role / "tasks").as_posix()
             for task in _tasks(yaml.safe_load(path.read_text())):
                 if "node_probe" in task:
-                    reads.append(f"{role}/{path.name}")
+                    reads.append(f"{role}/{name}")
                     assert task["name"].startswith("Read "), task["name"]
                 elif "ansible.builtin.raw" in task and task.get("changed_when") is False:
-                    raw_reads.append(f"{role}/{path.name}: {task['name']}")
+                    raw_reads.append(f"{role}/{name}: {task['name']}")
     assert raw_reads == []
-    assert sorted(set(reads)) == ["certify/probe.yml", "common/probe.yml", "mpi/probe.yml", "munge/probe.yml",
-                                  "platform/check.yml", "slurm/configure.yml", "slurm/probe.yml",
-                                  "slurm/repository.yml"]
+    gpu = {"cuda/default.yml", "dcgm/dcgm.yml", "gpu_base/detect.yml", "nccl/install.yml", "nvidia_driver/headers.yml",
+           "nvidia_driver/install.yml", "nvidia_driver/installed.yml", "nvidia_driver/reboot_now.yml",
+           "nvidia_driver/resolve.yml", "nvidia_fabricmanager/fabricmanager.yml"}
+    assert gpu <= set(reads)
+    assert sorted(set(reads) - gpu) == ["certify/probe.yml", "common/probe.yml", "mpi/probe.yml", "munge/probe.yml",
+                                        "platform/check.yml", "slurm/configure.yml", "slurm/probe.yml",
+                                        "slurm/repository/Debian.yml"]
 
 
 def _tasks(items):

@@ -28,15 +28,11 @@ OS_RELEASE = {
     "sid": 'PRETTY_NAME="Debian GNU/Linux trixie/sid"\nNAME="Debian GNU/Linux"\nID=debian\n',
     "empty": "",
 }
-# What each supported host must have loaded (values the GPU roles use, from the release's vars file).
+# What each supported host must have loaded: platform facts only (each role loads its own values per OS).
 LOADED = {
-    "bookworm": {"platform_release": "Debian-12", "platform_slurm_series": "22.05",
-                 "_gpu_base_cuda_repository_dir": "debian12", "_nvidia_driver_distribution_probe": "nvidia-smi"},
-    "trixie": {"platform_release": "Debian-13", "platform_slurm_series": "24.11",
-               "_gpu_base_cuda_repository_dir": "debian13", "_nvidia_driver_distribution_probe": "nvidia-smi"},
-    "noble": {"platform_release": "Ubuntu-24", "platform_slurm_series": "23.11",
-              "_gpu_base_cuda_repository_dir": "ubuntu2404",
-              "_nvidia_driver_distribution_probe": "nvidia-utils-570-server"},
+    "bookworm": {"platform_release": "Debian-12", "platform_family": "Debian", "platform_slurm_series": "22.05"},
+    "trixie": {"platform_release": "Debian-13", "platform_family": "Debian", "platform_slurm_series": "24.11"},
+    "noble": {"platform_release": "Ubuntu-24", "platform_family": "Debian", "platform_slurm_series": "23.11"},
 }
 REFUSED = ["rocky", "bullseye", "focal", "sid", "empty"]
 

@@ -20,6 +20,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 _VERSION = re.compile(r"[0-9]+(?:\.[0-9]+)+")
+_PACKAGE_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]*(?::[a-z0-9-]+)?")
 _ERE_SPECIAL = re.compile(r"([.\[\](){}*+?|^$\\])")
 _FILE_TYPES = ((stat.S_ISREG, "file"), (stat.S_ISDIR, "directory"), (stat.S_ISSOCK, "socket"),
                (stat.S_ISFIFO, "fifo"), (stat.S_ISCHR, "char"), (stat.S_ISBLK, "block"), (stat.S_ISLNK, "link"))
@@ -63,6 +64,15 @@ def _paths(read: str, value) -> list:
     return _names(read, value) if isinstance(value, list) else _keyed(read, value, _word)
 
 
+def _package_names(read: str, value) -> list:
+    """Debian package names only: apt-cache reads a name it does not know as a pattern ('*' lists every package)."""
+    names = _names(read, value)
+    for index, (name, _) in enumerate(names):
+        if not _PACKAGE_NAME.fullmatch(name):
+            _fail(f"{read}[{index}]", name, "is not a package name (a-z, 0-9, +, -, . and an optional :ARCH)")
+    return names
+
+
 def _argv(where: str, value) -> list:
     if not isinstance(value, list) or not value:
         _fail(where, value, "is not a command as a list of words; write e.g. [tar, -df, ARCHIVE], or "
@@ -96,6 +106,9 @@ _SHAPES = {
     "blocks": lambda read, value: _keyed(read, value, _record({"path", "marker"}, {"marker_begin", "marker_end"})),
     "tcp_listening": _flag,
     "os_release": lambda read, value: [path for _, path in _names(read, value)],
+    # apt and dpkg (apt.py's reads): the versions the repositories offer, packages by glob, the index targets.
+    "apt_versions": _package_names, "package_patterns": _names, "alternatives": _names, "apt_sources": _flag,
+    "pci_devices": lambda read, value: _keyed(read, value, _word),
 }
 READS = tuple(sorted(_SHAPES))
 
@@ -139,12 +152,22 @@ _np_run() {
   t=$1; i=$2; shift 2; o=$("$@" 2>/dev/null </dev/null); r=$?
   printf '%s\t%s\t%s\t%s\n' "$t" "$i" "$r" "$(printf '%s' "$o" | base64 | tr -d '\n')"
 }
+_np_pci() {
+  for d in "$2"/*; do
+    [ -r "$d/vendor" ] && printf 'pci\t%s\t%s\t%s\t%s\t%s\n' "$1" "${d##*/}" "$(cat "$d/vendor")" \
+      "$(cat "$d/device")" "$(cat "$d/class")"
+  done 2>/dev/null </dev/null
+}
+_np_alternative() { update-alternatives --query "$2" 2>/dev/null </dev/null | _np_lines alternative "$1"; }
 _np_content() {
   [ -f "$3" ] && [ -r "$3" ] && c=$(base64 <"$3" | tr -d '\n') && printf '%s\t%s\t%s\n' "$1" "$2" "$c"
 }
 """
 _PACKAGE_FORMAT = r"package\t${Package}\t${Version}\t${db:Status-Abbrev}\n"
 _BOOT = "printf 'boot\\t%s\\t%s\\n' \"$(awk '/^btime/ { print $2 }' /proc/stat)\" \"$(getconf CLK_TCK)\""
+_PATTERN_FORMAT = r"matched\t${Package}\t${Version}\t${db:Status-Abbrev}\n"
+# apt-get indextargets, one line per Packages index: the sources entry (FILE:N), and the Release file's fields.
+_SOURCE_FORMAT = "$(SOURCESENTRY)\t$(ORIGIN)\t$(SUITE)\t$(COMPONENT)"
 _TCP = "ss -Hltn 2>/dev/null </dev/null | awk '{ print \"tcp\\t\" $4 }'"
 
 
@@ -178,6 +201,14 @@ _WRITERS = {
     "blocks": _each("_np_content", "block", words=lambda item: [item["path"]]),
     "tcp_listening": lambda flag: [_TCP] if flag else [],
     "os_release": lambda paths: [" || ".join(_call("_np_content", "os_release", 0, p) for p in paths)] if paths else [],
+    "apt_versions": lambda entries: [_call("apt-cache", "policy", "--", *(n for n, _ in entries))
+                                     + " 2>/dev/null </dev/null | _np_lines policy 0"] if entries else [],
+    "package_patterns": lambda entries: [_call("dpkg-query", "-W", "-f", _PATTERN_FORMAT, "--", *(n for n, _ in entries))
+                                         + " 2>/dev/null </dev/null"] if entries else [],
+    "alternatives": _each("_np_alternative"),
+    "apt_sources": lambda flag: [_call("apt-get", "indextargets", "--format", _SOURCE_FORMAT, "Identifier: Packages")
+                                 + " 2>/dev/null </dev/null | _np_lines source 0"] if flag else [],
+    "pci_devices": _each("_np_pci"),
 }
 
 
@@ -198,16 +229,19 @@ _ABSENT = {  # what a read says of something the output does not mention: (key, 
                                 "group_gid": None},
     "processes": lambda _, name: {"name": name, "running": False, "pid": None, "started": None},
     "executables": lambda key, _: False, "checks": lambda key, _: False,
+    "apt_versions": lambda key, _: {"name": key, "installed": None, "candidate": None, "offered": []},
+    "alternatives": lambda key, _: {"name": key, "registered": False, "status": None, "best": None, "value": None,
+                                    "choices": []},
+    "pci_devices": lambda key, _: [],
 }
+_WHOLE = {"tcp_listening": list, "apt_sources": list, "os_release": dict, "package_patterns": dict}  # one answer
 
 
 def _initial(spec: dict) -> dict:
     state = {read: {key: _ABSENT.get(read, lambda *_: None)(key, value) for key, value in entries}
-             for read, entries in spec.items() if read not in ("tcp_listening", "os_release")}
-    if spec.get("tcp_listening"):
-        state["tcp_listening"] = []
-    if "os_release" in spec:
-        state["os_release"] = {}
+             for read, entries in spec.items() if read not in _WHOLE}
+    state.update({read: _WHOLE[read]() for read, value in spec.items()
+                  if read in _WHOLE and (value or not isinstance(value, bool))})
     return state
 
 
@@ -216,6 +250,7 @@ class _Reader:
 
     def __init__(self, spec: dict):
         self.spec, self.state, self.boot = spec, _initial(spec), None
+        self.policy_entry, self.policy_version = None, None  # apt-cache policy: the package and version read now
 
     def _key(self, read: str, index: str) -> str:
         """The key of the read's INDEXth entry; a record of a read the task did not ask for is an error."""
@@ -298,6 +333,69 @@ class _Reader:
             raise ProbeError("node_probe: the output names listening ports, which the task did not read")
         self.state["tcp_listening"] = sorted(set(self.state["tcp_listening"]) | ({port} - {None}))
 
+    def matched(self, name: str, version: str, status: str) -> None:
+        found = self.state.get("package_patterns")
+        if found is None:
+            raise ProbeError("node_probe: the output names packages by pattern, which the task did not read")
+        if not found.get(name, {}).get("installed"):
+            found[name] = {"name": name, **_package(status.rstrip(), version)}
+
+    def policy(self, index: str, line: str) -> None:
+        """apt-cache policy: "NAME:", its Installed and Candidate, then the version table: each version ("     VER PRIO",
+        " *** VER PRIO" where installed) over its sources ("        PRIO URI SUITE... Packages", or "        PRIO
+        /var/lib/dpkg/status": installed, offered by no repository)."""
+        self._key("apt_versions", index)
+        indent = len(line) - len(line.lstrip(" "))
+        if line and indent == 0 and line.endswith(":"):
+            self.policy_entry, self.policy_version = self._policy_entry(line[:-1]), None
+        elif self.policy_entry is None or not line.strip():
+            return
+        elif indent == 2 and line.strip().startswith(("Installed: ", "Candidate: ")):
+            field, _, value = line.strip().partition(": ")
+            self.policy_entry[field.lower()] = None if value == "(none)" else value
+        elif line.startswith(" *** ") or indent in (3, 4, 5):
+            self.policy_version = line.replace(" *** ", " ", 1).split()[0]
+        elif indent > 5 and self.policy_version and len(line.split()) > 2:  # a repository, not "PRIO STATUS-FILE"
+            offered = self.policy_entry["offered"]
+            if self.policy_version not in (v["version"] for v in offered):
+                offered.append(debian_version(self.policy_version))
+
+    def _policy_entry(self, name: str):
+        """The read's answer for this heading of apt-cache policy (NAME, or NAME:ARCH for another architecture)."""
+        answers = self.state["apt_versions"]
+        if name in answers:
+            return answers[name]
+        return answers.get(name.split(":")[0]) if name.split(":")[0] in answers and not answers[
+            name.split(":")[0]]["offered"] else None
+
+    def alternative(self, index: str, line: str) -> None:
+        key = self._key("alternatives", index)
+        field, _, value = line.partition(": ")
+        entry = self.state["alternatives"][key]
+        if field == "Name":
+            entry["registered"] = True
+        elif field in ("Status", "Best", "Value"):
+            entry[field.lower()] = None if value in ("", "none") else value
+        elif field == "Alternative":
+            entry["choices"].append(value)
+
+    def source(self, index: str, line: str) -> None:
+        if "apt_sources" not in self.state or index != "0":
+            raise ProbeError("node_probe: the output names APT index targets, which the task did not read")
+        entry, origin, suite, component = line.split("\t")  # ValueError: not four fields
+        path, _, number = entry.rpartition(":")
+        found = {"file": path or entry, "entry": _int(number), **{name: None if value.startswith("$(") else value or None
+                 for name, value in (("origin", origin), ("suite", suite), ("component", component))}}
+        if found not in self.state["apt_sources"]:
+            self.state["apt_sources"].append(found)
+
+    def pci(self, index: str, slot: str, vendor: str, device: str, klass: str) -> None:
+        """sysfs: vendor and device "0x10de", class "0x030200" (base class 03, subclass 02, interface 00)."""
+        key = self._key("pci_devices", index)
+        ids = f"{int(vendor, 16):04x}", f"{int(device, 16):04x}", f"{int(klass, 16) >> 8:04x}"
+        self.state["pci_devices"][key].append({"slot": slot, "vendor": ids[0], "device": ids[1], "class": ids[2],
+                                               "base_class": ids[2][:2], "id": ":".join(ids)})
+
     def os_release(self, index: str, text: str) -> None:
         if "os_release" not in self.state or index != "0":
             raise ProbeError("node_probe: the output names an os-release file, which the task did not read")
@@ -308,7 +406,9 @@ class _Reader:
 _RECORDS = {"package": ("package", 3), "file": ("file", 6), "sha1": ("sha1", 2), "executable": ("executable", 1),
             "service": ("service", 2), "check": ("check", 2), "output": ("output", 3), "version": ("version", 3),
             "python": ("python", 3), "passwd": ("passwd", 2), "group": ("group", 2), "process": ("process", 3),
-            "boot": ("boot_time", 2), "block": ("block", 2), "tcp": ("tcp", 1), "os_release": ("os_release", 2)}
+            "boot": ("boot_time", 2), "block": ("block", 2), "tcp": ("tcp", 1), "os_release": ("os_release", 2),
+            "matched": ("matched", 3), "policy": ("policy", 2), "alternative": ("alternative", 2),
+            "source": ("source", 2), "pci": ("pci", 5)}
 
 
 def parse_output(spec: dict, stdout: str) -> dict:
@@ -340,6 +440,16 @@ def _package(status: str, version: str) -> dict:
     """dpkg's abbreviated status: wanted (h: hold), state (i: installed), error flag (R: reinstall required)."""
     return {"status": status, "version": version or None, "held": status[:1] == "h",
             "installed": status[1:2] == "i" and status[2:] == ""}
+
+
+def debian_version(version: str) -> dict:
+    """A Debian version's parts (deb-version(7)): [EPOCH:]UPSTREAM[-REVISION]."""
+    epoch, colon, rest = version.partition(":")
+    if not (colon and epoch.isdigit()):
+        epoch, rest = "0", version
+    upstream, dash, revision = rest.rpartition("-")
+    return {"version": version, "epoch": int(epoch), "upstream": upstream if dash else rest,
+            "revision": revision if dash else ""}
 
 
 def _decode(text: str) -> str:
