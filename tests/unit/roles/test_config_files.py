@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import grp
 import hashlib
-import importlib.util
 import json
 import os
 import pwd
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from role_plugins import load_plugin
 
 REPO = Path(__file__).resolve().parents[3]
 PLUGIN_DIR = REPO / "playbooks" / "roles" / "platform" / "action_plugins"
@@ -31,10 +31,7 @@ ODD = "odd dir $(touch INJECTED)/it's `x`;\n\"a\".conf"  # quotes, a newline, co
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("config_files_under_test", PLUGIN_DIR / "config_files.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_plugin(PLUGIN_DIR / "config_files.py", "config_files_under_test")
 
 
 cf = _load()

@@ -4,13 +4,13 @@ reading would skip the volume's start or probe a peer twice, so they are pinned 
 glusterfs 11.1 (tests/fixtures/gluster/), and anything else fails instead of reading as "absent"."""
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from role_plugins import load_plugin
 
 REPO = Path(__file__).resolve().parents[3]
 ROLE = REPO / "playbooks" / "roles" / "glusterfs_server"
@@ -18,10 +18,7 @@ ANSWERS = REPO / "tests" / "fixtures" / "gluster"
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("gluster_filters", ROLE / "filter_plugins" / "gluster.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_plugin(ROLE / "filter_plugins" / "gluster.py", "gluster_filters")
 
 
 gluster = _load()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import grp
 import hashlib
-import importlib.util
 import json
 import os
 import pwd
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from role_plugins import load_plugin
 
 REPO = Path(__file__).resolve().parents[3]
 PLUGIN_DIR = REPO / "playbooks" / "roles" / "platform" / "action_plugins"
@@ -33,10 +33,7 @@ ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("node_probe_under_test", PLUGIN_DIR / "node_probe.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_plugin(PLUGIN_DIR / "node_probe.py", "node_probe_under_test")
 
 
 probe = _load()

@@ -4,21 +4,18 @@ version, or nothing, on every node; so the arguments each family's module gets a
 the fix, and holding is idempotent (only names not held yet)."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 import yaml
+from role_plugins import load_plugin
 
 REPO = Path(__file__).resolve().parents[3]
 PLUGIN = REPO / "playbooks" / "roles" / "platform" / "action_plugins" / "os_packages.py"
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("os_packages_under_test", PLUGIN)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_plugin(PLUGIN, "os_packages_under_test")
 
 
 layer = _load()
