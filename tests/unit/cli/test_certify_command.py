@@ -2,39 +2,19 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from provision.certify.control.run import CertifyOptions, CertifyRun
-from provision.certify.probe.records import CheckResult
-from provision.certify.records import ClusterReport, NodeResult
-from provision.certify.report import ReportPaths
 from provision.cli.main import app
 from provision.cluster import lifecycle
-from provision.records import ClusterInfo, NodeInfo
+from certify_fixtures import CLUSTER, SPEC, certify_run
 from provision.spec import loader
-from provision.spec.model import ClusterSpec
-
-SPEC = ClusterSpec.model_validate({
-    "name": "unit", "provider": {"type": "sandbox"}, "certify": {"level": "standard"},
-    "node_groups": [{"name": "ctl", "roles": ["controller"], "count": 1},
-                    {"name": "node", "roles": ["compute"], "count": 2, "partition": "batch",
-                     "default_partition": True}],
-})
-CLUSTER = ClusterInfo(name="unit", provider="sandbox", nodes=(
-    NodeInfo(name="ctl01", group="ctl", roles=("controller",), state="running"),))
-PATHS = ReportPaths(Path("/r"), Path("/r/report.json"), Path("/r/report.xml"), Path("/r/report.html"))
 
 
 def result(verdict: str) -> CertifyRun:
-    checks = (CheckResult("slurm.slurmd", verdict, node="node02", detail="slurmd is not running [/shared]"),
-              CheckResult("gpu.nvml", "na", node="node02"))
-    report = ClusterReport("unit", "standard", "2026-01-01T00:00:00.000+00:00", "2026-01-01T00:00:09.500+00:00",
-                           (NodeResult("node01", (CheckResult("slurm.srun", "pass", node="node01"),)),
-                            NodeResult("node02", checks)))
-    return CertifyRun(report, PATHS, drained={"node02": "certify:slurm.slurmd"} if verdict == "fail" else {})
+    return certify_run(verdict, drain_failed=True)
 
 
 @pytest.fixture

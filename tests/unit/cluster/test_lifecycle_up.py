@@ -1,40 +1,16 @@
 """`up` is the library's stage table: each stage a call returning a record, shown through one view, resumable."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from provision.certify.control.run import CertifyOptions, CertifyRun
-from provision.certify.probe.records import CheckResult
-from provision.certify.records import ClusterReport, NodeResult
-from provision.certify.report import ReportPaths
+from provision.certify.control.run import CertifyOptions
 from provision.cli.up_view import TerminalUpView
 from provision.cluster import lifecycle
 from provision.errors import CertifyError, DeployError, PreflightError
 from provision.preflight.records import Check, NodeReport, PreflightReport
-from provision.records import ClusterInfo, NodeInfo
-from provision.spec.model import ClusterSpec
+from certify_fixtures import CLUSTER, SPEC, certify_run
+from provision.records import ClusterInfo
 from provision.state import ClusterState
-
-SPEC = ClusterSpec.model_validate({
-    "name": "unit", "provider": {"type": "sandbox"}, "certify": {"level": "standard"},
-    "node_groups": [{"name": "ctl", "roles": ["controller"], "count": 1},
-                    {"name": "node", "roles": ["compute"], "count": 2, "partition": "batch",
-                     "default_partition": True}],
-})
-CLUSTER = ClusterInfo(name="unit", provider="sandbox", nodes=(
-    NodeInfo(name="ctl01", group="ctl", roles=("controller",), state="running"),))
-PATHS = ReportPaths(Path("/r"), Path("/r/report.json"), Path("/r/report.xml"), Path("/r/report.html"))
-
-
-def certify_run(verdict: str) -> CertifyRun:
-    checks = (CheckResult("slurm.slurmd", verdict, node="node02", detail="slurmd is not running [/shared]"),
-              CheckResult("gpu.nvml", "na", node="node02"))
-    report = ClusterReport("unit", "standard", "2026-01-01T00:00:00.000+00:00", "2026-01-01T00:00:09.500+00:00",
-                           (NodeResult("node01", (CheckResult("slurm.srun", "pass", node="node01"),)),
-                            NodeResult("node02", checks)))
-    return CertifyRun(report, PATHS)
 
 
 class FakeProvider:
