@@ -177,6 +177,8 @@ def _translate(exc: BaseException, target: SshTarget, greeted: bool = True) -> C
         return ConnectionFailure(f"{where}: connection refused", hint="is sshd running and listening on that port?")
     if getattr(exc, "errno", None) in (errno.EHOSTUNREACH, errno.ENETUNREACH):
         return ConnectionFailure(f"{where}: unreachable (no route to host)", hint="is the node up and on the network?")
+    if not greeted or isinstance(exc, (ConnectionResetError, ConnectionAbortedError)):
+        return _banner_failure(exc, where)  # a reset can even end the TCP connect, once the node accepted and dropped it
     if isinstance(exc, (socket.timeout, TimeoutError)) or "timed out" in str(exc):
         return ConnectionFailure(f"{where}: timed out", hint="is the node up and reachable (routing, firewall)?")
     if isinstance(exc, paramiko.ProxyCommandFailure):
@@ -186,7 +188,7 @@ def _translate(exc: BaseException, target: SshTarget, greeted: bool = True) -> C
         return ConnectionFailure(f"{where}: host key changed (possible man-in-the-middle, or the node was reinstalled)",
                                  hint=f"if the change is expected: ssh-keygen -f {target.known_hosts_path} -R "
                                       f"{_known_name(target)}")
-    if isinstance(exc, paramiko.SSHException) and (not greeted or _during_banner(exc)):
+    if isinstance(exc, paramiko.SSHException) and _during_banner(exc):
         return _banner_failure(exc, where)
     if isinstance(exc, paramiko.AuthenticationException):
         return ConnectionFailure(f"{where}: authentication failed for user {target.user}",
@@ -209,9 +211,23 @@ def _during_banner(exc: BaseException) -> bool:
     return isinstance(exc.__context__, (socket.timeout, TimeoutError, EOFError, OSError))
 
 
-def _banner_failure(exc: paramiko.SSHException, where: str) -> ConnectionFailure:
-    """The TCP connection opened but no SSH greeting came: a hung node, or a port that is not sshd's."""
-    if isinstance(exc.__context__, EOFError):
+_HUNG_UP = (EOFError, ConnectionResetError, ConnectionAbortedError, BrokenPipeError)
+
+
+def _causes(exc: BaseException | None):
+    """The exception and what it was raised from or during, nearest first."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _banner_failure(exc: BaseException, where: str) -> ConnectionFailure:
+    """The TCP connection opened but no SSH greeting came: a hung node, or a port that is not sshd's. The node hung
+    up when the failure comes from an end of file or a reset (a close with our own greeting unread sends one), seen
+    by paramiko's reader (chained in its SSHException) or by its writer (a bare EOFError)."""
+    if any(isinstance(cause, _HUNG_UP) for cause in _causes(exc)):
         return ConnectionFailure(f"{where}: closed the connection before its SSH greeting (sshd refused the session, "
                                  "e.g. MaxStartups, or this port is not sshd's)",
                                  hint="check the node's sshd (its journal) and the port")

@@ -79,3 +79,34 @@ def test_a_command_that_stays_silent_is_a_clear_failure_not_a_traceback():
         run(_SilentClient(), "bash -c strings", timeout=5)
     assert "'bash -c strings': no answer within 5 s" in str(caught.value)
     assert "input" in caught.value.hint
+
+
+def _chained(outer: BaseException, inner: BaseException) -> BaseException:
+    """`outer` raised while handling `inner`, as paramiko's banner reader raises its SSHException."""
+    try:
+        try:
+            raise inner
+        except BaseException:
+            raise outer
+    except BaseException as raised:
+        return raised
+
+
+@pytest.mark.parametrize("exc, greeted", [
+    (EOFError(), False),  # paramiko's writer, sending our greeting into a closed socket
+    (_chained(paramiko.SSHException("Error reading SSH protocol banner"), EOFError()), False),
+    (_chained(paramiko.SSHException("Error reading SSH protocol banner[Errno 104] Connection reset by peer"),
+              ConnectionResetError(errno.ECONNRESET, "Connection reset by peer")), False),
+    (ConnectionResetError(errno.ECONNRESET, "Connection reset by peer"), True),  # the TCP connect itself, reset
+])
+def test_every_form_of_a_hang_up_before_the_greeting_is_one_message(exc, greeted):
+    """The same node (it accepts and hangs up) reaches us in four forms, depending on which side's packet wins the
+    race; all four are the same failure (the form that ended a CI run was the reset within the TCP connect)."""
+    failure = _translate(exc, TARGET, greeted)
+    assert failure.message == "10.0.0.5:22: closed the connection before its SSH greeting (sshd refused the session, " \
+                              "e.g. MaxStartups, or this port is not sshd's)"
+
+
+def test_a_server_that_accepted_and_said_nothing_is_named_hung_not_closed():
+    failure = _translate(paramiko.SSHException("No existing session"), TARGET, greeted=False)
+    assert "sent no SSH greeting in time (the node is hung" in failure.message

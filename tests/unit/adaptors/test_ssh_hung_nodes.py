@@ -6,6 +6,7 @@ running there."""
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 import time
 from pathlib import Path
@@ -19,7 +20,8 @@ from provision.remote import commands
 
 
 def _listener(behaviour: str) -> tuple[socket.socket, int]:
-    """A loopback TCP server that accepts and then stays silent ("silent") or hangs up at once ("close")."""
+    """A loopback TCP server that accepts and then stays silent ("silent"), hangs up at once ("close") or hangs up
+    with a reset ("reset", what a close with unread data sends; the closing side of "close" may send it too)."""
     server = socket.create_server(("127.0.0.1", 0))
     held: list[socket.socket] = []
 
@@ -29,7 +31,10 @@ def _listener(behaviour: str) -> tuple[socket.socket, int]:
                 conn, _ = server.accept()
             except OSError:
                 return
-            if behaviour == "close":
+            if behaviour == "reset":
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                conn.close()
+            elif behaviour == "close":
                 conn.close()
             else:
                 held.append(conn)
@@ -52,6 +57,7 @@ def _no_user_config(monkeypatch):
 @pytest.mark.parametrize("behaviour, words", [
     ("silent", "accepted the connection but sent no SSH greeting in time (the node is hung"),
     ("close", "closed the connection before its SSH greeting"),
+    ("reset", "closed the connection before its SSH greeting"),
 ])
 def test_a_node_that_never_greets_is_named_with_the_cause_and_no_traceback(tmp_path, key_file, capfd, behaviour,
                                                                            words):
