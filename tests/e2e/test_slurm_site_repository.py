@@ -6,7 +6,8 @@ repository.yml, through include_role) with the variables the real inventory rend
 software.slurm points at that repository and names the stand-in as every role's package. Proven on the node: the
 package is installed at the pinned version (not the newest), pinned at 1001 and held; a re-run changes nothing; a
 new version goes in over the hold; a repository signed by another key, or a key apt is told another fingerprint
-for, is refused with a message about the signature. Everything the test added is removed at the end.
+for, is refused with a message about the signature; one that cannot be reached (apt exits 0 there) is refused as
+unread. Everything the test added is removed at the end.
 """
 from __future__ import annotations
 
@@ -202,6 +203,14 @@ def other_fingerprint(site_repo, other_key):
     return result, _snapshot(site_repo)
 
 
+@pytest.fixture(scope="module")
+def unreachable(site_repo, other_fingerprint):
+    """The spec names a repository on a port of the bridge where nothing listens: apt itself exits 0 for that."""
+    bridge = site_repo.cluster.info.vars["provision_sandbox_bridge_address"]
+    result = site_repo.run(site_repo.spec(version=NEWER), "-e", f"slurm_repository_url=http://{bridge}:1/{URL_PATH}")
+    return result, _snapshot(site_repo)
+
+
 def test_the_pinned_version_is_installed_not_the_newest(site_repo, installed):
     result, snap = installed
     assert result.returncode == 0, result.stdout[-3000:]
@@ -265,6 +274,14 @@ def test_the_right_key_with_another_fingerprint_is_refused_by_apt(site_repo, oth
     assert snap["source"] == "" and snap["status"].split() == [NEWER, "hi"]
 
 
-def test_the_node_is_left_as_it_was(site_repo, other_fingerprint):
+def test_a_repository_that_cannot_be_reached_is_refused_as_unread_not_as_unsigned(site_repo, unreachable):
+    result, snap = unreachable
+    message = _refused(result, site_repo.node)
+    assert "could not be read (apt fetched no Release file from it)" in message, message
+    assert "signature" not in message.split("apt said: ", 1)[0], message
+    assert snap["source"] == "" and snap["status"].split() == [NEWER, "hi"]
+
+
+def test_the_node_is_left_as_it_was(site_repo, unreachable):
     _clean(site_repo)
     assert site_repo.sh(BEFORE_AND_AFTER) == site_repo.before

@@ -1,12 +1,12 @@
 """Each role's interface by machine (issue 37): meta/argument_specs.yml declares every variable of defaults/main.yml
 with its type, README.md documents every one, and Ansible's own validator accepts what real runs give the roles.
 
-At a role's start Ansible runs an implicit validate_argument_spec task (ansible/playbook/role/__init__.py prepends it
-to the entry point's tasks): it templates every declared variable the host has and checks the values with
-ArgumentSpecValidator. A wrong type in a spec, or a declared default that cannot be templated yet, fails the role on
-every node of every deploy, so the values checked here are the ones deploys pass: the literal defaults, what the
-rendered example inventories (inventories/<name>/) set, and what each declared variable templates to at role start
-on each host of those inventories.
+The entry point is `interface`, never `main`: under `main` Ansible prepends a validate_argument_spec task to the role
+(ansible/playbook/role/__init__.py), a task per role and host on every deploy. Platform's role_inputs action checks
+the inventory's and extra vars' values once per run instead (tests/unit/roles/test_role_inputs.py). The values
+checked here are what deploys give the roles: the literal defaults, what the rendered example inventories
+(inventories/<name>/) set, and what each declared variable templates to at role start on each host of those
+inventories (so that a role's own defaults stay valid too).
 """
 from __future__ import annotations
 
@@ -31,10 +31,7 @@ ROLES = sorted(path.name for path in ROLES_DIR.iterdir() if path.is_dir())
 INVENTORIES = sorted(path.name for path in (REPO / "inventories").iterdir() if (path / "hosts.yml").is_file())
 TYPES = {"str", "int", "bool", "list", "dict", "path", "float", "raw"}
 
-# platform is the meta dependency of every role, repeated per role in each play, and its tasks/main.yml ends it at a
-# meta task handled on the control node; a `main` entry point would put a validation task, run in a worker for every
-# host, before that. Its spec is the entry point of what it does, tasks/check.yml.
-ENTRY_POINT = {"platform": "check"}
+ENTRY_POINT = "interface"
 # Defaults Ansible cannot template before the role's own tasks ran (they read vars the role loads, or facts it
 # gathers): declared, they would fail the role on every node. README.md documents them all the same.
 LATE_BOUND = {"rdma": {"rdma_doca_os_label", "rdma_doca_repository_url"}}
@@ -59,7 +56,7 @@ def _defaults(role: str) -> dict:
 @cache
 def _entry_point(role: str) -> dict:
     specs = yaml.safe_load((ROLES_DIR / role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
-    return specs[ENTRY_POINT.get(role, "main")]
+    return specs[ENTRY_POINT]
 
 
 def _options(role: str) -> dict:
@@ -80,6 +77,13 @@ def test_every_role_has_an_argument_spec_entry_point_and_a_readme(role):
     assert (ROLES_DIR / role / "meta" / "argument_specs.yml").is_file()
     assert (ROLES_DIR / role / "README.md").is_file()
     assert _entry_point(role).get("short_description") and isinstance(_options(role), dict)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_the_only_entry_point_is_interface_so_ansible_adds_no_task_per_host(role):
+    specs = yaml.safe_load((ROLES_DIR / role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+    tasks = {path.stem for path in (ROLES_DIR / role / "tasks").glob("*.yml")}
+    assert list(specs) == [ENTRY_POINT] and ENTRY_POINT not in tasks
 
 
 @pytest.mark.parametrize("role", ROLES)

@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import pwd
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -172,6 +173,7 @@ PLAYBOOK = """\
       config_files:
         files: "{{ files }}"
         known: "{{ known | default({}) }}"
+        then: "{{ then | default([]) }}"
       register: written
       no_log: "{{ hide | default(false) }}"
     - name: Keep the answer
@@ -278,6 +280,35 @@ def test_known_records_spare_the_read_and_a_converged_file_costs_no_command(node
     assert not result["changed"] and _commands(task) == (0, 0)
     stale, task = node.run([_conf(node)], known={str(path): {**record, "sha1": "0" * 40}})
     assert stale["changed"] and _commands(task) == (TMPDIR + 1, 1)  # no read: the temporary directory, the install
+
+
+def test_then_runs_after_the_files_in_the_same_command_quoted_and_only_outside_check(node):
+    log = node.tmp / "odd log $(touch INJECTED)"
+    files = [_conf(node)]
+    then = [["sh", "-c", 'cat "$1" >>"$2"', "sh", files[0]["dest"], str(log)], ["sh", "-c", 'echo done >>"$0"',
+                                                                                 str(log)]]
+    checked, task = node.run(files, "--check", then=then)
+    assert checked["changed"] and checked["then"] == [" ".join(shlex.quote(w) for w in argv) for argv in then]
+    assert not log.exists()
+    written, task = node.run(files, then=then)  # the file is in place before the commands run, in one command
+    assert written["changed"] and log.read_text().endswith("NodeName=b\ndone\n") and _commands(task) == (
+        1 + TMPDIR + 1, 1)
+    again, task = node.run(files, then=then[1:])  # nothing to write: the commands alone, one command, no put
+    assert again["changed"] and again["files"] == [] and log.read_text().endswith("done\ndone\n")
+    assert _commands(task) == (1 + 1, 0)
+    assert not node.run(files)[0]["changed"] and not list(node.tmp.rglob("INJECTED"))
+
+
+def test_a_failing_then_command_fails_the_task_with_its_stderr(node):
+    result, task = node.run([_conf(node)], then=[["sh", "-c", "echo no unit here >&2; exit 5"], ["touch", "never"]])
+    assert result.get("failed") and not (node.tmp / "never").exists(), task
+    assert "no unit here" in task and (node.tmp / "etc" / "slurm.conf").exists()
+
+
+@pytest.mark.parametrize("then", ["systemctl restart munge", [["systemctl", ""]], [[]], [["systemctl", 5]]])
+def test_then_that_is_not_a_list_of_word_lists_is_refused(then):
+    with pytest.raises(cf.ConfigFilesError, match="then: .* is not a list of commands"):
+        cf.then_commands({"then": then})
 
 
 def test_an_undefined_variable_or_a_missing_template_fails_the_task(node):

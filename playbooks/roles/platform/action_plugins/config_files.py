@@ -6,6 +6,7 @@ plugin: it renders on the control node and changes the node in one command, what
         - {dest: /etc/slurm/slurm.conf, template: slurm.conf.j2, mode: "0644", owner: root, group: root}
         - {dest: /etc/gpu-provision/health.json, content: "{{ text }}"}   # mode 0644 by default
       known: "{{ probe.files }}"   # optional: node_probe's file records, so that nothing is read again
+      then: [[systemctl, daemon-reload], [systemctl, restart, munge]]   # optional, see below
 
 Each file is a template (found as the template action finds it: the role's templates/, with the task's variables,
 undefined variables an error) or literal content. plan() compares it with what the node has: its content (SHA-1),
@@ -15,6 +16,11 @@ that differ travel as ONE bundle put over the connection (no command line holds 
 (install_script) cuts each from the bundle into DEST.gp-new beside it, sets owner, group and mode, checks its size
 and renames it over DEST, and sets only owner, group and mode where only they differ. Every path, owner and mode
 reaches the shell through shlex.quote.
+
+`then` lists commands (argv lists, each word quoted) that the same command runs once the files are in place, in
+order, stopping at the first that fails: what a role would otherwise do in a task of its own (a reload, a start),
+in the same round trip. The caller decides when they are needed (an empty list runs nothing); they run whether or
+not a file differs, and count as a change. --check runs none of them.
 
 Returns changed, `files` ([{dest, changes}] for each file that differs: content, owner, group, mode) and, under
 --diff, `diff` (one before/after entry per file, as the template module shows it; none from a no_log task).
@@ -88,10 +94,10 @@ def _optional(where: str, item: dict, key: str, what: str):
 
 def normalise(args: dict) -> tuple[list, dict]:
     """(files, known) from the task's arguments, each checked; ConfigFilesError names what is wrong."""
-    unknown = sorted(set(args) - {"files", "known"})
+    unknown = sorted(set(args) - {"files", "known", "then"})
     if unknown:
         raise ConfigFilesError(f"config_files: unknown argument {', '.join(map(repr, unknown))}; the arguments are "
-                               "files and known")
+                               "files, known and then")
     if not isinstance(args.get("files"), list):
         raise ConfigFilesError(f"config_files: files: {args.get('files')!r} is not a list of files")
     files = [_file(f"files[{i}]", item) for i, item in enumerate(args["files"])]
@@ -182,10 +188,23 @@ def _set_attributes(file: dict, path: str) -> list:
     return ([f"chown -- {shlex.quote(owner)} {path}"] if owner else []) + [f"chmod {file['mode']} {path}"]
 
 
-def install_script(bundle: str, tmpdir: str, writes: list) -> str:
+def then_commands(args: dict) -> list:
+    """The task's `then`: a list of argv lists of strings; ConfigFilesError names what is wrong."""
+    then = args.get("then") or []
+    if not isinstance(then, list) or not all(
+            isinstance(argv, list) and argv and all(isinstance(word, str) and word for word in argv) for argv in then):
+        raise ConfigFilesError(f"config_files: then: {then!r} is not a list of commands, each a list of words "
+                               "(e.g. [[systemctl, daemon-reload]])")
+    return [list(argv) for argv in then]
+
+
+def install_script(bundle: str | None, tmpdir: str | None, writes: list, then: list = ()) -> str:
     """One command: for each (file, changes, offset, length) either cut the file from the bundle beside its
-    destination and rename it into place, or set its owner, group and mode; the bundle's directory goes last."""
-    lines = ["set -e", "umask 077", f"trap {shlex.quote('rm -rf -- ' + shlex.quote(tmpdir))} EXIT"]
+    destination and rename it into place, or set its owner, group and mode; then the `then` commands; the bundle's
+    directory goes on exit. Without writes there is no bundle (tmpdir None)."""
+    lines = ["set -e", "umask 077"]
+    if tmpdir is not None:
+        lines.append(f"trap {shlex.quote('rm -rf -- ' + shlex.quote(tmpdir))} EXIT")
     for file, changes, offset, length in writes:
         dest = shlex.quote(file["dest"])
         if "content" not in changes:
@@ -196,6 +215,7 @@ def install_script(bundle: str, tmpdir: str, writes: list) -> str:
                   f"tail -c +{offset + 1} {shlex.quote(bundle)} | head -c {length} >{new}",
                   f'[ "$(wc -c <{new})" -eq {length} ] || {{ echo {shlex.quote(file["dest"] + ": short write")} >&2;'
                   " exit 1; }", *_set_attributes(file, new), f"mv -fT -- {new} {dest}"]
+    lines += ["(umask 022 && " + shlex.join(argv) + ")" for argv in then]
     return "\n".join(lines) + "\n"
 
 
@@ -236,6 +256,7 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         try:
             files, known = normalise(dict(self._task.args))
+            then = then_commands(dict(self._task.args))
             datas = [self._data(file, task_vars) for file in files]
             currents = self._currents(files, datas, known)
         except ConfigFilesError as error:
@@ -243,11 +264,12 @@ class ActionModule(ActionBase):
         plans = [plan(file, data, current) for file, data, current in zip(files, datas, currents)]
         changed = [(file, data, current, changes)
                    for file, data, current, changes in zip(files, datas, currents, plans) if changes]
-        result.update(changed=bool(changed), files=[{"dest": f["dest"], "changes": c} for f, _, _, c in changed])
+        result.update(changed=bool(changed or then), files=[{"dest": f["dest"], "changes": c} for f, _, _, c in changed],
+                      then=[shlex.join(argv) for argv in then])
         if self._task.diff and changed:
             result["diff"] = [self._hide(diff_entry(f, d, cur, c, C.MAX_FILE_SIZE_FOR_DIFF)) for f, d, cur, c in changed]
-        if changed and not self._task.check_mode:
-            self._write([(f, d, c) for f, d, _, c in changed], result)
+        if (changed or then) and not self._task.check_mode:
+            self._write([(f, d, c) for f, d, _, c in changed], result, then)
         return result
 
     def _data(self, file: dict, task_vars: dict) -> bytes:
@@ -299,8 +321,15 @@ class ActionModule(ActionBase):
             return {key: value for key, value in entry.items() if key not in ("before", "after")}
         return entry
 
-    def _write(self, changed: list, result: dict) -> None:
-        """The bundle put once, then one command that installs every file from it."""
+    def _write(self, changed: list, result: dict, then: list) -> None:
+        """The bundle put once, then one command that installs every file from it and runs `then`."""
+        if not changed:
+            answer = self._low_level_execute_command(install_script(None, None, [], then), executable=False)
+            if answer.get("rc") != 0:
+                result.update(failed=True, rc=answer.get("rc"), stderr=answer.get("stderr", ""),
+                              msg=f"config_files: {'; '.join(result['then'])} failed with exit status "
+                                  f"{answer.get('rc')}: {answer.get('stderr', '')[-2000:]}")
+            return
         writes, chunks, offset = [], [], 0
         for file, data, changes in changed:
             writes.append((file, changes, offset, len(data) if "content" in changes else 0))
@@ -311,9 +340,10 @@ class ActionModule(ActionBase):
         bundle = self._connection._shell.join_path(tmpdir, "config_files.bundle")
         self._transfer_data(bundle, b"".join(chunks))
         self._fixup_perms2([tmpdir, bundle], execute=False)
-        answer = self._low_level_execute_command(install_script(bundle, tmpdir, writes), executable=False)
+        answer = self._low_level_execute_command(install_script(bundle, tmpdir, writes, then), executable=False)
         self._connection._shell.tmpdir = None if answer.get("rc") == 0 else tmpdir  # the command removed it
         if answer.get("rc") != 0:
             result.update(failed=True, rc=answer.get("rc"), stderr=answer.get("stderr", ""),
-                          msg=f"config_files: writing {', '.join(f['dest'] for f, _, _ in changed)} failed with exit "
+                          msg=f"config_files: writing {', '.join(f['dest'] for f, _, _ in changed)}"
+                              f"{' then ' + '; '.join(result['then']) if then else ''} failed with exit "
                               f"status {answer.get('rc')}: {answer.get('stderr', '')[-2000:]}")
