@@ -255,8 +255,9 @@ class ActionModule(ActionBase):
         del tmp  # a temporary directory is made only when something is written
         task_vars = task_vars or {}
         try:
-            files, known = normalise(dict(self._task.args))
-            then = then_commands(dict(self._task.args))
+            args = dict(self._task.args)
+            files, known = normalise(args)
+            then = then_commands(args)
             datas = [self._data(file, task_vars) for file in files]
             currents = self._currents(files, datas, known)
         except ConfigFilesError as error:
@@ -325,10 +326,7 @@ class ActionModule(ActionBase):
         """The bundle put once, then one command that installs every file from it and runs `then`."""
         if not changed:
             answer = self._low_level_execute_command(install_script(None, None, [], then), executable=False)
-            if answer.get("rc") != 0:
-                result.update(failed=True, rc=answer.get("rc"), stderr=answer.get("stderr", ""),
-                              msg=f"config_files: {'; '.join(result['then'])} failed with exit status "
-                                  f"{answer.get('rc')}: {answer.get('stderr', '')[-2000:]}")
+            _fail_on(answer, result, "; ".join(result["then"]))
             return
         writes, chunks, offset = [], [], 0
         for file, data, changes in changed:
@@ -342,8 +340,13 @@ class ActionModule(ActionBase):
         self._fixup_perms2([tmpdir, bundle], execute=False)
         answer = self._low_level_execute_command(install_script(bundle, tmpdir, writes, then), executable=False)
         self._connection._shell.tmpdir = None if answer.get("rc") == 0 else tmpdir  # the command removed it
-        if answer.get("rc") != 0:
-            result.update(failed=True, rc=answer.get("rc"), stderr=answer.get("stderr", ""),
-                          msg=f"config_files: writing {', '.join(f['dest'] for f, _, _ in changed)}"
-                              f"{' then ' + '; '.join(result['then']) if then else ''} failed with exit "
-                              f"status {answer.get('rc')}: {answer.get('stderr', '')[-2000:]}")
+        _fail_on(answer, result, f"writing {', '.join(f['dest'] for f, _, _ in changed)}"
+                                 f"{' then ' + '; '.join(result['then']) if then else ''}")
+
+
+def _fail_on(answer: dict, result: dict, what: str) -> None:
+    """Mark the result failed, with the command's status and stderr, when the command that did `what` failed."""
+    if answer.get("rc") != 0:
+        result.update(failed=True, rc=answer.get("rc"), stderr=answer.get("stderr", ""),
+                      msg=f"config_files: {what} failed with exit status {answer.get('rc')}: "
+                          f"{answer.get('stderr', '')[-2000:]}")
