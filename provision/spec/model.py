@@ -9,6 +9,7 @@ from pydantic import Field, StrictBool, field_validator
 from provision import hostlist
 from provision.limits import MAX_NODE_GROUPS, MAX_NODES_PER_CLUSTER, MAX_NODES_PER_GROUP, clip
 from provision.providers import registry
+from provision.spec.people import MAX_USERS, Accounting, Directory, Homes, User
 from provision.spec.section import StrictModel
 from provision.spec.slurm_config import ALLOWED as SLURM_PARAMETERS, SlurmParameter, SlurmValue
 from provision.spec.shapes import (Addresses, AptComponent, AptSuite, DebianVersion, Fingerprint, HostName, Hostlist,
@@ -202,6 +203,11 @@ class ClusterSpec(StrictModel):
     filesystem: Filesystem = Filesystem()
     certify: Certify = Certify()
     health: Health = Health()
+    users: list[User] = Field(default_factory=list, max_length=MAX_USERS,
+                              description="people: the same account on every node (provision/spec/people.py)")
+    homes: Homes = Homes()
+    accounting: Accounting | None = Field(None, description="Slurm accounts, QoS and enforcement")
+    directory: Directory | None = Field(None, description="an LDAP server the nodes resolve users from (shape only)")
     state_dir: LocalPath | None = Field(None,
                                         description="default: $PROVISION_STATE_DIR or ~/.local/state/gpu-provision")
 

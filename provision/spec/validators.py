@@ -14,7 +14,7 @@ from provision.errors import SpecError
 from provision.files import FileKind, UnreadableFile, check_regular
 from provision.node import compat
 from provision.providers import registry
-from provision.spec import os_checks, reserved, topology
+from provision.spec import os_checks, people_checks, reserved, topology
 from provision.spec.findings import Finding
 from provision.spec.model import ClusterSpec
 from provision.spec.section import ProviderSection
@@ -318,6 +318,8 @@ VALIDATORS: tuple[Validator, ...] = (
     check_group_names, check_group_size, check_host_names, check_addresses, check_roles, check_gpus,
     check_partitions, check_versions, check_slurm_source, check_filesystem, check_interconnect, check_ssh,
     os_checks.check_os, os_checks.check_sandbox_os, reserved.check_reserved_names,
+    people_checks.check_users, people_checks.check_user_accounts, people_checks.check_accounting,
+    people_checks.check_homes, people_checks.check_directory,
 )
 
 
@@ -332,6 +334,9 @@ READS: dict[Validator, tuple[str, ...]] = {
     check_interconnect: ("node_groups", "provider", "certify"), check_ssh: ("ssh", "provider"),
     os_checks.check_os: ("node_groups", "provider", "software"), os_checks.check_sandbox_os: ("node_groups", "provider"),
     reserved.check_reserved_names: ("node_groups",),
+    people_checks.check_users: ("users",), people_checks.check_user_accounts: ("users", "accounting"),
+    people_checks.check_accounting: ("accounting", "software"),
+    people_checks.check_homes: ("homes", "filesystem", "users"), people_checks.check_directory: ("directory",),
 }
 
 

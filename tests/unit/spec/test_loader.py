@@ -47,8 +47,8 @@ def test_good_spec_is_valid(tmp_path):
     (GOOD + "softwear: {}\n",
      "error: softwear (line 11): unknown key 'softwear'; did you mean 'software'?"),
     (GOOD + "zzz: 1\n",
-     "error: zzz (line 11): unknown key 'zzz'; known keys here: certify, filesystem, health, name, node_groups, provider, "
-     "software, ssh, state_dir"),
+     "error: zzz (line 11): unknown key 'zzz'; known keys here: accounting, certify, directory, "
+     "filesystem, health, homes, name, node_groups, provider, software, ssh, state_dir, users"),
     (GOOD.replace("name: demo\n", ""),
      "error: name: is required but missing; add 'name'"),
     (GOOD.replace("  type: sandbox", "  type: openstack"),

@@ -305,6 +305,27 @@ CASES = [
      lambda d: (d.update(provider={"type": "sandbox"}, ssh={"user": "admin"}),
                 [g.pop("addresses") for g in d["node_groups"]]),
      "warning: ssh.user: 'admin' is ignored by the sandbox; sandbox nodes are reached as root"),
+    # people (every case of provision/spec/people_checks.py is in tests/unit/spec/test_people.py)
+    ("a user in the system range",
+     _set("users", [{"name": "alice", "uid": 999}]),
+     "error: users[0].uid: 999 is in the system range (below 1000), where the OS and its packages take ids; use uid "
+     "1000 or above, e.g. 2001"),
+    ("a user's unknown account",
+     _set("users", [{"name": "alice", "uid": 2001, "accounts": ["physics"]}]),
+     "error: users[0].accounts[0]: 'physics' is not an account of accounting.accounts; add an accounting section "
+     "with accounts: [{name: physics}]"),
+    ("an account's unknown parent",
+     _set("accounting", {"accounts": [{"name": "ml", "parent": "physics"}]}),
+     "error: accounting.accounts[0].parent: 'physics' is not an account of accounting.accounts; name a listed "
+     "account, or root"),
+    ("homes in a system path",
+     _set("homes", {"base": "/usr/home"}),
+     "error: homes.base: '/usr/home' is a system path; use a folder of its own, such as /home or <mount point>/home"),
+    ("an LDAP CA file that is missing",
+     _set("directory", {"type": "ldap", "uri": "ldaps://ldap.example.org", "base_dn": "dc=example,dc=org",
+                        "ca_file": "/nonexistent/ca.pem"}),
+     "error: directory.ca_file: '/nonexistent/ca.pem' does not exist; give the path of the LDAP server's CA "
+     "certificate (PEM) on this machine"),
 ]
 
 
