@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from provision import people
 from provision.errors import UsageError
 from provision.node import hardware
 from provision.records import ClusterInfo
@@ -52,6 +53,7 @@ def render(spec: ClusterSpec, cluster: ClusterInfo) -> dict[str, str]:
         "slurm_repository": packages.repository_vars(spec.software.slurm),
         "munge_key_file": str(state.secrets.munge_key),
         "db_password_file": str(state.secrets.db_password),
+        "people": people.role_vars(spec, cluster),
     }
     cluster_vars = env.get_template("inventory/cluster.yml.j2").render(**context)
     return {"hosts.yml": render_hosts(cluster), "group_vars/all/cluster.yml": cluster_vars}

@@ -60,6 +60,7 @@ CASES = {
                  + [_node("l40s03", "l40s", ("L40S", 4))],
                  {"gpu01": HGX_HW, "gpu02": HGX_HW, "gpu03": HGX_HW, "l40s01": L40S_HW, "l40s02": L40S_HW},
                  {"provision_sandbox": False, "slurm_cgroup_enabled": True, "_slurm_autodetect_nvml": True,
+                  "slurm_accounting_enforce": True,  # the spec's accounting.enforce
                   # the spec's software.slurm.config: ReturnToService replaces the role's own line
                   "slurm_conf_parameters": {"SchedulerParameters": "bf_continue,bf_max_job_test=500",
                                             "KillWait": "60", "ReturnToService": "1"}}),

@@ -9,6 +9,7 @@ import yaml
 # The Slurm site repository's signing key: a real public key (a throwaway's), so that only shapes can refuse the path.
 SLURM_KEY = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_repository" / "site-key.asc"
 SLURM_KEY_FINGERPRINT = "53EF24C03C61808FECDFCA64274B4CB61408D2C1"
+PUBLIC_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMd3wpfAkGCoTwbpcPBExObQN8qG+/3R60KGOduy5ScZ alice@laptop"
 
 
 def bases_for(tmp_path: Path) -> dict[str, dict]:
@@ -24,7 +25,16 @@ def bases_for(tmp_path: Path) -> dict[str, dict]:
                                        "compute": ["slurm-smd-slurmd"], "accounting": ["slurm-smd-slurmdbd"]}},
                 "mirrors": {name: f"http://mirror.example.internal/{name}" for name in (
                     "cuda_repository", "nccl_tests_source", "efa_installer", "lustre_repository", "beegfs_repository")}}
-    common = {"name": "hostile", "ssh": {"user": "root", "key_path": str(key)}, "software": software,
+    people = {"users": [{"name": "alice", "uid": 2001, "gid": 2001, "groups": ["video"], "shell": "/bin/bash",
+                         "ssh_public_keys": [PUBLIC_KEY], "accounts": ["physics"]}],
+              "homes": {"base": "/shared/home"},
+              "accounting": {"enforce": True, "accounts": [{"name": "physics", "parent": "root",
+                                                            "grp_tres": {"gres/gpu": 8}, "qos": ["long"]}],
+                             "qos": [{"name": "long", "max_wall": "2-00:00:00"}]},
+              "directory": {"type": "ldap", "uri": "ldaps://ldap.example.internal", "base_dn": "dc=example,dc=org",
+                            "ca_file": str(SLURM_KEY), "bind_dn": "cn=reader,dc=example,dc=org",
+                            "bind_password_file": str(SLURM_KEY)}}
+    common = {"name": "hostile", "ssh": {"user": "root", "key_path": str(key)}, "software": software, **people,
               "certify": {"level": "quick"}, "health": {"enabled": True, "interval_s": 300, "node_state": ["ANY"]},
               "state_dir": str(tmp_path / "state")}
     compute = {"name": "gpu", "roles": ["compute"], "partition": "batch", "gpu": {"model": "H100-SXM", "count": 8},
