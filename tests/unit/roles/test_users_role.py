@@ -63,9 +63,9 @@ def test_a_fresh_node_creates_every_account_home_and_key_and_the_record():
                           for u in USERS},
              "files": {}, "outputs": {"managed": None}}
     plan = up.users_plan(USERS, fresh, BASE, True)
-    assert (plan["accounts"], plan["homes"], plan["keys"], plan["dropped"]) == (["alice", "bob"], ["alice", "bob"],
+    assert (plan["accounts"], plan["homes"], plan["key_files"], plan["dropped"]) == (["alice", "bob"], ["alice", "bob"],
                                                                                  ["alice"], [])
-    assert plan["todo"] == ["accounts", "homes", "keys", "record"]
+    assert plan["todo"] == ["accounts", "homes", "key_files", "record"]
     assert json.loads(plan["record"])["managed"] == ["alice", "bob"]
 
 
@@ -81,8 +81,8 @@ def test_a_node_that_does_not_make_homes_leaves_them_and_the_keys_alone():
     (lambda p: p["accounts"]["bob"].update(shell="/bin/bash"), "accounts"),
     (lambda p: p["files"]["home:bob"].update(mode="0755"), "homes"),
     (lambda p: p["files"]["home:bob"].update(owner="root"), "homes"),
-    (lambda p: p["files"]["keys:alice"].update(sha1="0" * 40), "keys"),
-    (lambda p: p["files"]["keys:alice"].update(mode="0644"), "keys"),
+    (lambda p: p["files"]["keys:alice"].update(sha1="0" * 40), "key_files"),
+    (lambda p: p["files"]["keys:alice"].update(mode="0644"), "key_files"),
 ])
 def test_what_differs_on_the_node_is_named(change, kind):
     probe = _converged()

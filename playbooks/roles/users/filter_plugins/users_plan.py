@@ -1,14 +1,14 @@
 """users_plan: what the users role must change on a node, decided in Python from the node_probe answer.
 
     {{ users_list | users_plan(_users_state, users_home_base, makes_homes, locked_shell) }}
-    -> {record, dropped, accounts, homes, keys, todo}
+    -> {record, dropped, accounts, homes, key_files, todo}
 
 - record: the text of the managed file this run leaves: every name ever managed on the node (so a user dropped from
   the list stays locked on every later run) and the entries applied, as sorted JSON;
 - dropped: names the previous record manages that the list no longer has (to lock: usermod -L, expiry, nologin);
 - accounts: names whose account (uid, own group's gid, home, shell) differs from the list, or is missing;
 - homes: names whose home is not a directory they own with mode 0700 (only where this node makes homes);
-- keys: names whose .ssh/authorized_keys differs from their keys (only where this node makes homes);
+- key_files: names whose .ssh/authorized_keys differs from their keys (only where this node makes homes);
 - todo: the kinds of change, empty on a converged node (and on a node that never had a user: no record is written).
 A record the role did not write (not JSON, or not a mapping) fails the run rather than dropping nobody.
 """
@@ -86,10 +86,10 @@ def users_plan(users: list, probe: dict, home_base: str, makes_homes: bool) -> d
         "dropped": [name for name in previous if name not in names],
         "accounts": [u["name"] for u in users if _account_differs(u, accounts.get(u["name"]), home_base)],
         "homes": [u["name"] for u in users if makes_homes and _home_wrong(u, files.get(f"home:{u['name']}"))],
-        "keys": [u["name"] for u in users if makes_homes and _keys_wrong(u, files.get(f"keys:{u['name']}"))],
+        "key_files": [u["name"] for u in users if makes_homes and _keys_wrong(u, files.get(f"keys:{u['name']}"))],
     }
     record_sha1 = hashlib.sha1(record.encode()).hexdigest()
-    plan["todo"] = [kind for kind in ("dropped", "accounts", "homes", "keys") if plan[kind]] + \
+    plan["todo"] = [kind for kind in ("dropped", "accounts", "homes", "key_files") if plan[kind]] + \
         (["record"] if (names or previous) and (files.get("managed") or {}).get("sha1") != record_sha1 else [])
     return plan
 
