@@ -9,7 +9,7 @@ Checks across entries (collisions, unknown accounts) are in provision/spec/peopl
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Union
 
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.serialization import load_ssh_public_key
@@ -125,7 +125,7 @@ SshPublicKey = Annotated[str, AfterValidator(ssh_public_key)]
 Shell = Annotated[str, AfterValidator(shell)]
 SlurmName = Annotated[str, AfterValidator(slurm_name)]
 TresName = Annotated[str, AfterValidator(tres_name)]
-SlurmMinutes = Annotated[int, BeforeValidator(slurm_minutes)]
+SlurmMinutes = Annotated[int, BeforeValidator(slurm_minutes, json_schema_input_type=Union[int, str])]
 DistinguishedName = Annotated[str, AfterValidator(distinguished_name)]
 LdapUri = Annotated[str, AfterValidator(ldap_uri)]
 _Id = Annotated[int, Field(ge=0, le=UID_MAX)]

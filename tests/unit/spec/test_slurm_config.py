@@ -25,7 +25,11 @@ REFUSED = [
     ("HealthCheckInterval: 60", "software.slurm.config.HealthCheckInterval",
      "(from health.interval_s)"),
     ("AccountingStorageEnforce: limits", "software.slurm.config.AccountingStorageEnforce",
+     "(from accounting.enforce)"),
+    ("AccountingStorageTRES: gres/gpu", "software.slurm.config.AccountingStorageTRES",
      "(from software.slurm.accounting)"),
+    ("DependencyParameters: kill_invalid_depend", "software.slurm.config.DependencyParameters",
+     "(from the slurm role (kill_invalid_depend))"),
     ("slurmctldhost: x", "software.slurm.config.slurmctldhost", "is written by gpu-provision"),
     ("killwait: 60", "software.slurm.config.killwait", "'killwait' is spelled KillWait in slurm.conf; write it as "
                                                        "KillWait"),
