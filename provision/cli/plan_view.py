@@ -71,6 +71,9 @@ def print_settings(diff) -> None:
             table.add_row(row.first.variable, row.detail, row.name or "(no node reads it)",
                           ", ".join(row.first.restarts) or "-")
         out.print(table)
+        for change in diff.settings:
+            for entry in change.entries:  # a list of people, accounts or QoS: what changes in it, entry by entry
+                out.print(f"  {change.variable}: {entry}")
     if diff.restarts:
         out.print(f"restarts: {', '.join(diff.restarts)}")
     for note in diff.notes:

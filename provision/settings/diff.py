@@ -6,6 +6,7 @@ Only nodes in both count: a node the spec adds gets every setting with its first
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,10 +35,41 @@ class SettingChange:
         """The nodes as a hostlist expression (compute[01-03],ctl01)."""
         return hostlist.compress(self.nodes)
 
+    @property
+    def entries(self) -> list[str]:
+        """For a list of named records (users, accounts, QoS), what changes entry by entry; empty for other values."""
+        return named_entry_changes(self.before, self.after)
+
     def as_dict(self) -> dict:
         """JSON-ready form."""
         return {"variable": self.variable, "before": self.before, "after": self.after, "nodes": list(self.nodes),
-                "hostlist": self.hostlist, "roles": list(self.roles), "restarts": list(self.restarts)}
+                "hostlist": self.hostlist, "roles": list(self.roles), "restarts": list(self.restarts),
+                "entries": self.entries}
+
+
+def named_entry_changes(before: Any, after: Any) -> list[str]:
+    """'carol: removed', 'dave: added', 'physics: max_jobs 20 -> 30' for two lists of mappings that each have a
+    name (the spec's users, accounts, QoS); empty when either value is anything else."""
+    old, new = _by_name(before or []), _by_name(after or [])
+    if old is None or new is None:
+        return []
+    out = [f"{name}: removed" for name in old if name not in new]
+    out += [f"{name}: added" for name in new if name not in old]
+    for name in (n for n in new if n in old and old[n] != new[n]):
+        fields = dict.fromkeys([*old[name], *new[name]])
+        out.append(f"{name}: " + ", ".join(f"{key} {_compact(old[name].get(key))} -> {_compact(new[name].get(key))}"
+                                           for key in fields if old[name].get(key) != new[name].get(key)))
+    return out
+
+
+def _by_name(value: Any) -> dict[str, Mapping] | None:
+    if not isinstance(value, list) or not all(isinstance(v, Mapping) and isinstance(v.get("name"), str) for v in value):
+        return None
+    return {v["name"]: v for v in value}
+
+
+def _compact(value: Any) -> str:
+    return "(unset)" if value is None else value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
 
 def compare(before: Settings, after: Settings) -> list[SettingChange]:

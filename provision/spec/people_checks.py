@@ -203,6 +203,16 @@ def check_homes(spec: ClusterSpec) -> list[Finding]:
     return out
 
 
+def check_login_nodes(spec: ClusterSpec) -> list[Finding]:
+    """People (listed or from a directory) and no login node: they log in to the controller and submit there."""
+    if not (spec.users or spec.directory) or any("login" in group.roles for group in spec.node_groups):
+        return []
+    controller = next((g.name for g in spec.node_groups if "controller" in g.roles), "the controller")
+    return [Finding("warning", "node_groups", "no group has the login role, so people log in to the controller "
+                    f"(group '{controller}') and submit their jobs there, beside slurmctld and slurmdbd",
+                    "add a group with roles: [login], or give the controller's group the login role too")]
+
+
 _CA = FileKind("a CA certificate", "give the path of the LDAP server's CA certificate (PEM) on this machine", "")
 _PASSWORD = FileKind("a password file", "give the path of a file holding the bind password", "")
 

@@ -272,10 +272,31 @@ def check_filesystem(spec: ClusterSpec) -> list[Finding]:
         elif fs.replica and fs.replica > storage:
             out.append(Finding("error", "filesystem.replica", f"{fs.replica} is more than the {storage} storage nodes",
                                f"use a replica count of at most {storage}"))
+        elif fs.replica and storage % fs.replica:
+            out.append(Finding("error", "filesystem.replica", f"{fs.replica} does not divide the {storage} storage "
+                               "nodes (one brick each; GlusterFS makes replica sets of that many bricks)",
+                               f"use a replica count that divides {storage}, or change the number of storage nodes"))
+        else:
+            out += _unreplicated(fs.replica, storage, bool(spec.users))
     if fs.type in ("lustre", "beegfs", "nfs") and not fs.server and not spec.provider.checks_filesystem_server:
         out.append(Finding("error", "filesystem.server", f"{fs.type} needs the server to mount from",
                            "set filesystem.server (Lustre MGS or FSx DNS name, BeeGFS management host, NFS server)"))
     return out
+
+
+def _unreplicated(replica: int | None, storage: int, homes: bool) -> list[Finding]:
+    """A GlusterFS volume without a second copy of each file loses files with any one storage node."""
+    if replica and replica > 1:
+        return []
+    held = "the files on it, the users' homes among them" if homes else "the files on it"
+    if storage == 1:
+        return [Finding("warning", "filesystem", f"one storage node holds the whole volume: losing it loses {held}",
+                        "add a second storage node and set filesystem.replica: 2")]
+    fits = [n for n in (3, 2) if storage % n == 0]
+    fix = (f"set filesystem.replica: {fits[0]}" if fits else
+           f"make the storage nodes a multiple of 2 or 3 (there are {storage}) and set filesystem.replica")
+    return [Finding("warning", "filesystem.replica", f"is {replica or 'not set'}, so the volume is plain distribute "
+                    f"(each file on one of the {storage} storage nodes): losing one loses {held}", fix)]
 
 
 def check_interconnect(spec: ClusterSpec) -> list[Finding]:
@@ -319,7 +340,7 @@ VALIDATORS: tuple[Validator, ...] = (
     check_partitions, check_versions, check_slurm_source, check_filesystem, check_interconnect, check_ssh,
     os_checks.check_os, os_checks.check_sandbox_os, reserved.check_reserved_names,
     people_checks.check_users, people_checks.check_user_accounts, people_checks.check_accounting,
-    people_checks.check_homes, people_checks.check_directory,
+    people_checks.check_homes, people_checks.check_directory, people_checks.check_login_nodes,
 )
 
 
@@ -330,13 +351,14 @@ READS: dict[Validator, tuple[str, ...]] = {
     check_group_names: ("node_groups",), check_group_size: ("node_groups",), check_host_names: ("node_groups",),
     check_addresses: ("node_groups", "provider"), check_roles: ("node_groups",), check_gpus: ("node_groups", "software"),
     check_partitions: ("node_groups",), check_versions: ("node_groups", "software"),
-    check_slurm_source: ("software",), check_filesystem: ("filesystem", "node_groups", "provider"),
+    check_slurm_source: ("software",), check_filesystem: ("filesystem", "node_groups", "provider", "users"),
     check_interconnect: ("node_groups", "provider", "certify"), check_ssh: ("ssh", "provider"),
     os_checks.check_os: ("node_groups", "provider", "software"), os_checks.check_sandbox_os: ("node_groups", "provider"),
     reserved.check_reserved_names: ("node_groups",),
     people_checks.check_users: ("users",), people_checks.check_user_accounts: ("users", "accounting"),
     people_checks.check_accounting: ("accounting", "software"),
     people_checks.check_homes: ("homes", "filesystem", "users"), people_checks.check_directory: ("directory",),
+    people_checks.check_login_nodes: ("users", "directory", "node_groups"),
 }
 
 

@@ -26,6 +26,9 @@ node_groups:
   - name: ctl
     roles: [controller]
     count: 1
+  - name: login
+    roles: [login]
+    count: 1
   - name: node
     roles: [compute]
     count: 1
@@ -43,7 +46,20 @@ filesystem:
 # its own cluster (test_health.py).
 health:
   enabled: false
+# The team (test_users.py): two people with accounts, one without (Slurm must refuse her), fair share and a QoS limit.
+users:
+  - {{name: alice, uid: 2001, ssh_public_keys: ["{alice}"], accounts: [physics]}}
+  - {{name: bob, uid: 2002, ssh_public_keys: ["{bob}"], accounts: [ml, physics]}}
+  - {{name: carol, uid: 2003, ssh_public_keys: ["{carol}"]}}
+accounting:
+  enforce: true
+  accounts:
+    - {{name: physics, fairshare: 40, max_jobs: 20, qos: [normal, long]}}
+    - {{name: ml, parent: physics, fairshare: 60}}
+  qos:
+    - {{name: long, priority: 10, max_jobs_per_user: 1, max_wall: 2-00:00:00}}
 """
+E2E_USERS = ("alice", "bob", "carol")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -79,14 +95,22 @@ class LiveCluster:
 
     def ssh(self, node: str, command: str, check: bool = True, timeout: float = 120,
             input: str | None = None) -> subprocess.CompletedProcess:
-        """Run a command on a node with the system ssh client, host keys checked."""
-        address = self.info.node(node).address
-        argv = ["ssh", "-i", str(self.info.ssh_key_path), "-o", "StrictHostKeyChecking=yes",
+        """Run a command on a node as root with the system ssh client, host keys checked."""
+        return self._ssh("root", self.info.ssh_key_path, node, command, check, timeout, input)
+
+    def ssh_as(self, user: str, key: Path, node: str, command: str, check: bool = True,
+               timeout: float = 120) -> subprocess.CompletedProcess:
+        """Run a command on a node as one of the cluster's users, logged in with their own key (host key checked)."""
+        return self._ssh(user, key, node, command, check, timeout, None)
+
+    def _ssh(self, login: str, key: Path, node: str, command: str, check: bool, timeout: float,
+             input: str | None) -> subprocess.CompletedProcess:
+        argv = ["ssh", "-i", str(key), "-o", "IdentitiesOnly=yes", "-o", "StrictHostKeyChecking=yes",
                 "-o", f"UserKnownHostsFile={self.info.known_hosts_path}", "-o", "BatchMode=yes",
-                "-o", "ConnectTimeout=5", f"root@{address}", command]
+                "-o", "ConnectTimeout=5", f"{login}@{self.info.node(node).address}", command]
         result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=input)
         if check and result.returncode != 0:
-            raise AssertionError(f"{node}: {command} -> {result.returncode}\n{result.stdout}\n{result.stderr}")
+            raise AssertionError(f"{login}@{node}: {command} -> {result.returncode}\n{result.stdout}\n{result.stderr}")
         return result
 
     def deploy(self, *args: str, check: bool = False, timeout: float = 900) -> tuple[int, dict]:
@@ -102,11 +126,26 @@ class LiveCluster:
     def controller(self) -> str:
         return self.info.controller.name
 
+    @property
+    def login(self) -> str:
+        return self.info.with_role("login")[0].name
+
 
 @pytest.fixture(scope="session")
-def e2e_spec_path(tmp_path_factory) -> Path:
+def e2e_user_keys(tmp_path_factory) -> dict[str, Path]:
+    """Each of the shared cluster's users' private key (ed25519, made for this session)."""
+    folder = tmp_path_factory.mktemp("e2e-users")
+    keys = {name: folder / name for name in E2E_USERS}
+    for name, key in keys.items():
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{name}@e2e", "-f", str(key)], check=True)
+    return keys
+
+
+@pytest.fixture(scope="session")
+def e2e_spec_path(tmp_path_factory, e2e_user_keys) -> Path:
     path = tmp_path_factory.mktemp("e2e") / "cluster.yaml"
-    path.write_text(E2E_SPEC)
+    public = {name: Path(f"{key}.pub").read_text().strip() for name, key in e2e_user_keys.items()}
+    path.write_text(E2E_SPEC.format(**public))
     return path
 
 

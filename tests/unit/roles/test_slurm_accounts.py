@@ -76,6 +76,25 @@ def test_a_converged_cluster_gets_no_command():
     assert _plan(WANTED, "converged") == ([], [])
 
 
+# The spec tests/e2e's shared cluster was deployed with on this machine, and what its slurmdbd (Slurm 24.11.5)
+# answered to the reads afterwards, with a job of each user queued (recorded-24.11/).
+RECORDED_WANTED = {
+    "cluster": "u33",
+    "accounts": [{"name": "physics", "parent": "root", "fairshare": 40, "max_jobs": 20, "grp_tres": {},
+                  "qos": ["normal", "long"]},
+                 {"name": "ml", "parent": "physics", "fairshare": 60, "max_jobs": None, "grp_tres": {}, "qos": []}],
+    "qos": [{"name": "long", "priority": 10, "max_jobs_per_user": 1, "max_wall_minutes": 2880}],
+    "users": [{"name": "alice", "accounts": ["physics"]}, {"name": "bob", "accounts": ["ml", "physics"]}],
+}
+
+
+def test_a_cluster_as_slurmdbd_recorded_it_after_the_run_gets_no_command():
+    """A sub-account without limits of its own reads as inheriting its parent's: no 'maxjobs=-1' on every run (the
+    associations read asks for each one's own limits, sacctmgr's wopl; a plain show prints the parent's on the child)."""
+    assert "wopl" in sa.READS["associations"]
+    assert _plan(RECORDED_WANTED, "recorded-24.11") == ([], [])
+
+
 def test_changing_one_limit_changes_only_that():
     wanted = copy.deepcopy(WANTED)
     wanted["accounts"][1]["max_jobs"] = 30

@@ -3,7 +3,7 @@ what it restarts; nodes that join or leave are the node table's, not a setting's
 from __future__ import annotations
 
 from provision.settings.applied import GROUPS, Settings
-from provision.settings.diff import by_node, compare, restarts
+from provision.settings.diff import by_node, compare, named_entry_changes, restarts
 
 HOSTS = {
     "ctl01": {"ansible_host": "10.0.0.10", "node_group": "ctl", GROUPS: ["controller", "nodegroup_ctl"]},
@@ -57,3 +57,25 @@ def test_a_host_that_changes_groups_is_reached_itself():
     moved = {**HOSTS, "st01": {**HOSTS["st01"], GROUPS: ["compute", "nodegroup_st", "storage"]}}
     (change,) = compare(settings(), settings(hosts=moved))
     assert change.variable == GROUPS and change.nodes == ("st01",)
+
+
+def test_a_list_of_people_accounts_or_qos_changes_entry_by_entry():
+    alice = {"name": "alice", "uid": 2001, "shell": "/bin/bash", "ssh_public_keys": ["ssh-ed25519 A a"]}
+    carol = {"name": "carol", "uid": 2003, "shell": "/bin/bash", "ssh_public_keys": []}
+    dave = {"name": "dave", "uid": 2004, "shell": "/bin/bash", "ssh_public_keys": []}
+    before, after = [alice, carol], [{**alice, "shell": "/usr/bin/zsh", "ssh_public_keys": []}, dave]
+    changes = compare(settings({"users_list": before}), settings({"users_list": after}))
+    assert changes[0].entries == ["carol: removed", "dave: added",
+                                  'alice: shell /bin/bash -> /usr/bin/zsh, ssh_public_keys ["ssh-ed25519 A a"] -> []']
+    assert changes[0].as_dict()["entries"] == changes[0].entries
+    physics = {"name": "physics", "parent": "root", "max_jobs": 20, "grp_tres": {}}
+    assert named_entry_changes([physics], [{**physics, "max_jobs": None, "grp_tres": {"cpu": 64}}]) == [
+        'physics: max_jobs 20 -> (unset), grp_tres {} -> {"cpu":64}']
+    assert named_entry_changes(None, [physics]) == ["physics: added"]
+
+
+def test_values_that_are_not_lists_of_named_records_have_no_entries():
+    assert named_entry_changes(300, 120) == []
+    assert named_entry_changes({"KillWait": "30"}, {"KillWait": "60"}) == []
+    assert named_entry_changes(["a"], ["b"]) == []
+    assert named_entry_changes([{"uid": 1}], [{"uid": 2}]) == []

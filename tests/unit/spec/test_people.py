@@ -181,6 +181,9 @@ SEMANTIC = [
      "warning: homes.base: '/home' is outside the shared filesystem (/shared): each node gets its own homes"),
     ("users without a shared filesystem", _with("filesystem", {"type": "none"}),
      "warning: homes: there is no shared filesystem, so each node has its own /home"),
+    ("people without a login node", _with("node_groups.0.roles", ["controller"]),
+     "warning: node_groups: no group has the login role, so people log in to the controller (group 'head') and submit "
+     "their jobs there, beside slurmctld and slurmdbd; add a group with roles: [login]"),
     ("a CA file that is missing", _with("directory", {"type": "ldap", "uri": "ldaps://ldap.example.org:636",
                                                      "base_dn": "dc=example,dc=org", "ca_file": "/nonexistent/ca.pem"}),
      "error: directory.ca_file: '/nonexistent/ca.pem' does not exist"),
@@ -195,6 +198,11 @@ SEMANTIC = [
 def test_a_semantic_problem_is_one_finding_naming_field_value_and_fix(case, data, expected):
     rendered = [f.render() for f in semantic_findings(ClusterSpec.model_validate(data))]
     assert any(line.startswith(expected) for line in rendered), rendered
+
+
+def test_a_spec_without_people_needs_no_login_node():
+    data = _with("node_groups.0.roles", ["controller"], _with("users", []))
+    assert not [f for f in semantic_findings(ClusterSpec.model_validate(data)) if f.path == "node_groups"]
 
 
 @pytest.mark.parametrize("name, uid", sorted(SERVICES.items()))

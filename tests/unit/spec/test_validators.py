@@ -50,6 +50,14 @@ def _set(path: str, value):
     return change
 
 
+def _replica(replica: int | None, storage: int):
+    """A change that gives the fs group `storage` nodes and filesystem.replica `replica` (None: not set)."""
+    def change(data):
+        data["node_groups"][2].update(hosts=f"fs[01-{storage:02d}]", addresses=f"10.0.0.[21-{20 + storage}]")
+        data["filesystem"] = {"type": "glusterfs", **({"replica": replica} if replica is not None else {})}
+    return change
+
+
 def test_base_spec_has_no_findings():
     assert semantic_findings(_spec(lambda d: None)) == []
 
@@ -258,6 +266,21 @@ CASES = [
      _set("filesystem.mount_point", "/usr/shared"),
      "error: filesystem.mount_point: '/usr/shared' is a system path; "
      "mount the shared filesystem at its own path, such as /shared"),
+    ("glusterfs without replicas", _replica(None, 4),
+     "warning: filesystem.replica: is not set, so the volume is plain distribute (each file on one of the 4 storage "
+     "nodes): losing one loses the files on it; set filesystem.replica: 2"),
+    ("glusterfs of replica 1", _replica(1, 3), "warning: filesystem.replica: is 1, so the volume is plain distribute "
+     "(each file on one of the 3 storage nodes): losing one loses the files on it; set filesystem.replica: 3"),
+    ("glusterfs on five nodes without replicas", _replica(None, 5),
+     "warning: filesystem.replica: is not set, so the volume is plain distribute (each file on one of the 5 storage "
+     "nodes): losing one loses the files on it; make the storage nodes a multiple of 2 or 3 (there are 5) and set "
+     "filesystem.replica"),
+    ("glusterfs on one storage node", _replica(None, 1),
+     "warning: filesystem: one storage node holds the whole volume: losing it loses the files on it; add a second "
+     "storage node and set filesystem.replica: 2"),
+    ("a replica count that does not divide the bricks", _replica(2, 3),
+     "error: filesystem.replica: 2 does not divide the 3 storage nodes (one brick each; GlusterFS makes replica sets "
+     "of that many bricks); use a replica count that divides 3, or change the number of storage nodes"),
     ("glusterfs without storage nodes",
      _set("node_groups.2.roles", ["login"]),
      "error: filesystem.type: glusterfs needs nodes with the storage role; add a group with roles: [storage]"),

@@ -40,7 +40,10 @@ class AccountsError(ValueError):
 # --- Reading the controller -------------------------------------------------------------------------------------------
 
 READS = {
-    "associations": ("sacctmgr", "-nP", "show", "association", "format=cluster,account,user,parentname,share,"
+    # wopl (WithOutParentLimits): each association's own limits and QoS, not those it inherits from its parent
+    # account, which a plain show prints on every child as if set there (a sub-account without max_jobs would read as
+    # its parent's value and be "reset" on every run).
+    "associations": ("sacctmgr", "-nP", "show", "association", "wopl", "format=cluster,account,user,parentname,share,"
                      "maxjobs,grptres,qos,defaultqos"),
     "accounts": ("sacctmgr", "-nP", "show", "account", "format=account,description,organization"),
     "qos": ("sacctmgr", "-nP", "show", "qos", "format=name,priority,maxjobsperuser,maxwall,description"),

@@ -31,6 +31,9 @@ systemd-tmpfiles --create --remove --boot 2>/dev/null  # /run is a fresh tmpfs, 
     # sshd first, so a unit that hangs on start cannot keep the node unreachable.
     systemctl start ssh || /usr/sbin/sshd
     systemctl default
+    # Boot is done: people may log in (systemd-user-sessions removes the file systemd-tmpfiles made at boot; pam_nologin
+    # refuses every user but root while it exists).
+    rm -f /run/nologin
     echo "$(date -Is) units started"
     # Network filesystems from fstab, as systemd's remote-fs.target would (their servers may need a moment).
     for _ in $(seq 30); do
