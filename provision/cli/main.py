@@ -12,7 +12,7 @@ from typer.exceptions import TyperException
 
 from provision import __version__
 from provision.cli import (certify_cmd, cluster_cmds, deploy_cmd, exec_cmd, health_cmd, preflight_cmd, spec_cmds,
-                           ssh_cmd)
+                           ssh_cmd, users_cmd)
 from provision.cli.options import JsonOpt
 from provision.cli.output import err, out, print_findings, print_json
 from provision.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ProvisionError, SpecError
@@ -69,6 +69,7 @@ app.command()(cluster_cmds.down)
 app.command("exec")(exec_cmd.exec_)
 app.command()(ssh_cmd.ssh)
 app.command()(health_cmd.health)
+app.command()(users_cmd.users)
 
 
 def _report(exc: ProvisionError) -> int:

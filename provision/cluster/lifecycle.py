@@ -43,6 +43,7 @@ from provision.spec.model import ClusterSpec
 from provision.spec.topology import planned_nodes
 from provision.state import ClusterState
 from provision.status.gather import gather as gather_status
+from provision.status.people import PeopleView, read as read_people
 from provision.status.records import ClusterStatus
 
 STAGES = ("nodes", "preflight", "inventory", "deploy", "certify")  # the order `up` runs them in
@@ -104,6 +105,12 @@ def status(spec: ClusterSpec) -> ClusterStatus:
     """The cluster now, per node: provider state and address, Slurm state and reason (one query to slurmctld), the
     health program's last pass, the last certify verdict, what it runs (provision.status)."""
     return gather_status(current_cluster(spec), ClusterState.for_spec(spec).reports_dir, spec.health.enabled)
+
+
+def people(spec: ClusterSpec) -> PeopleView:
+    """Who has access as the running cluster has it: each person's account, state, Slurm accounts and QoS, the spec's
+    users first (provision.status.people)."""
+    return read_people(current_cluster(spec), [u.name for u in spec.users])
 
 
 def write_inventory(spec: ClusterSpec, out_dir: Path) -> list[Path]:

@@ -8,11 +8,13 @@ SSH with their own key, as a person would:
   sacct gives the job to their account;
 - Slurm refuses carol with its own message (no association), holds alice's second `long` job, and shows the spec's
   fair shares;
+- `provision users` lists them with their accounts and QoS as the cluster has them;
 - taken out of the spec, carol is locked (expired, no shell, refused at login) with her home kept; changing one
   account's limit changes that limit only; the re-run after it changes nothing; put back, she logs in again.
 """
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -100,6 +102,18 @@ def test_fair_share_counts_and_each_accounts_share_is_the_specs(slurm_cluster):
     assert accounts["physics"] == "40" and accounts["ml"] == "60", shares
 
 
+def _people(cluster) -> dict[str, tuple]:
+    shown = json.loads(provision("users", str(cluster.spec_path), "--json", check=False).stdout)
+    return {p["name"]: (p["uid"], p["state"], p["listed"], p["accounts"], p["qos"]) for p in shown["people"]}
+
+
+def test_provision_users_lists_who_has_access_as_the_cluster_has_it(slurm_cluster):
+    people = _people(slurm_cluster)
+    assert people == {"alice": (2001, "active", True, ["physics"], ["long", "normal"]),
+                      "bob": (2002, "active", True, ["ml", "physics"], ["long", "normal"]),
+                      "carol": (2003, "active", True, [], [])}, people
+
+
 def _associations(cluster) -> list[str]:
     return sorted(cluster.ssh(cluster.controller, "sacctmgr -nP show association wopl "
                                                   "format=account,user,parentname,share,maxjobs,grptres,qos").stdout.split())
@@ -124,6 +138,7 @@ def test_removing_a_user_locks_them_and_a_limit_change_changes_only_that(slurm_c
             assert state.split("\n")[:4] == ["L", "/usr/sbin/nologin", "1", "2003 700"], (node.name, state)  # expired: day 1
         refused = _as(slurm_cluster, e2e_user_keys, "carol", "true", check=False)
         assert refused.returncode == 255, refused.stderr
+        assert _people(slurm_cluster)["carol"] == (2003, "locked", False, [], [])
         code, again = slurm_cluster.deploy()
         assert code == 0 and again["changed_hosts"] == [], again["hosts"]
     finally:

@@ -30,6 +30,7 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...], int, bool]] = {
     "deploy": (("{spec}",), (), 1, True),  # Ansible finds every host unreachable
     "exec": (("{spec}",), ("--", "true"), 255, True),  # no cluster key yet: each node's reason, rc 255
     "health": (("{spec}",), (), 1, True),  # no node could be asked
+    "users": (("{spec}",), (), 1, True),  # the controller cannot be asked: the error, in the document
     "certify": (("{spec}",), (), 1, False),  # "cluster demo has no running nodes"
     "up": (("{spec}",), (), 1, False),  # preflight fails before anything is created
 }
