@@ -1,16 +1,18 @@
-"""Render the Ansible inventory (hosts, groups, cluster-wide vars) from the typed cluster record."""
+"""Render the Ansible inventory (hosts, groups, cluster-wide vars, the people's roles' variables) from the typed
+cluster record."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from provision import people
 from provision.errors import UsageError
 from provision.node import hardware
 from provision.records import ClusterInfo
 from provision.remote import ssh_options
 from provision.slurm import layout, packages
 from provision.spec.model import ROLES, ClusterSpec
+from provision.spec.people import Account, Qos, User
+from provision.spec.people_checks import home_base
 from provision.state import ClusterState, write_private
 from provision.templating import environment
 
@@ -53,10 +55,46 @@ def render(spec: ClusterSpec, cluster: ClusterInfo) -> dict[str, str]:
         "slurm_repository": packages.repository_vars(spec.software.slurm),
         "munge_key_file": str(state.secrets.munge_key),
         "db_password_file": str(state.secrets.db_password),
-        "people": people.role_vars(spec, cluster),
+        "people": people_vars(spec, cluster),
     }
     cluster_vars = env.get_template("inventory/cluster.yml.j2").render(**context)
     return {"hosts.yml": render_hosts(cluster), "group_vars/all/cluster.yml": cluster_vars}
+
+
+def people_vars(spec: ClusterSpec, cluster: ClusterInfo) -> dict:
+    """The variables of the roles users, slurm_accounts and slurm from the spec's users:, homes: and accounting:, in a
+    stable order, as plain data (the template writes each with its YAML filter, which tags every string !unsafe, so no
+    value from a user entry is ever templated by Ansible)."""
+    accounting = spec.accounting
+    return {
+        "users_list": [_user(user) for user in spec.users],
+        "users_home_base": home_base(spec),
+        # with a shared filesystem one node makes the homes (there, once); without, each node its own
+        "users_home_host": cluster.controller.name if spec.filesystem.type != "none" else "",
+        "slurm_accounting_enforce": bool(accounting and accounting.enforce),
+        "slurm_accounts_enabled": spec.software.slurm.accounting,
+        "slurm_accounts_accounts": [_account(a) for a in accounting.accounts] if accounting else [],
+        "slurm_accounts_qos": [_qos(q) for q in accounting.qos] if accounting else [],
+        "slurm_accounts_users": [{"name": u.name, "accounts": list(u.accounts)} for u in spec.users if u.accounts],
+    }
+
+
+def _user(user: User) -> dict:
+    entry = {"name": user.name, "uid": user.uid, "groups": list(user.groups), "shell": user.shell,
+             "ssh_public_keys": list(user.ssh_public_keys)}
+    if user.gid is not None:
+        entry["gid"] = user.gid
+    return entry
+
+
+def _account(account: Account) -> dict:
+    return {"name": account.name, "parent": account.parent, "fairshare": account.fairshare,
+            "max_jobs": account.max_jobs, "grp_tres": dict(account.grp_tres), "qos": list(account.qos)}
+
+
+def _qos(qos: Qos) -> dict:
+    return {"name": qos.name, "priority": qos.priority, "max_jobs_per_user": qos.max_jobs_per_user,
+            "max_wall_minutes": qos.max_wall}
 
 
 def render_hosts(cluster: ClusterInfo) -> str:
