@@ -7,6 +7,7 @@ fingerprints), so other versions are refused here rather than on the nodes.
 """
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 import tempfile
@@ -62,8 +63,10 @@ def read_public_key(path: Path) -> PublicKey:
     return parse_public_key(data, f"'{path}'")
 
 
+@functools.lru_cache(maxsize=32)
 def parse_public_key(data: bytes, name: str = "the key") -> PublicKey:
-    """The one public key in armored or binary OpenPGP data."""
+    """The one public key in armored or binary OpenPGP data (a key read once is not read by gpg again: every
+    command of a run reads the spec, and the answer depends on the bytes alone; errors are never cached)."""
     if not data.strip():
         raise KeyFileError(f"{name} holds no OpenPGP data", hint=_EXPORT_HINT)
     if b"PRIVATE KEY BLOCK-----" in data:

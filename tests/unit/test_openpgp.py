@@ -15,6 +15,12 @@ SITE = "53EF24C03C61808FECDFCA64274B4CB61408D2C1"  # as `gpg --show-keys` prints
 OTHER = "1D116EA2A3E2C02406F912CBB4D940D27E229B89"
 
 
+@pytest.fixture(autouse=True)
+def _nothing_known():
+    """Each test reads keys through gpg afresh (a key read by an earlier test would be answered from memory)."""
+    openpgp.parse_public_key.cache_clear()
+
+
 @pytest.mark.parametrize("name, fingerprint", [("site-key.asc", SITE), ("site-key.gpg", SITE),
                                                ("other-key-rsa.asc", OTHER)])
 def test_fingerprint_is_the_one_gpg_prints(name, fingerprint):
@@ -33,6 +39,21 @@ def test_the_armor_is_gpgs_own_with_its_checksum():
         "-----END PGP PUBLIC KEY BLOCK-----\n")
     assert openpgp.parse_public_key(text.encode()) == key
     assert text == (KEYS / "site-key.asc").read_text()  # the fixture is gpg's armor of the same key
+
+
+def test_a_key_read_again_is_not_read_by_gpg_again_and_a_refusal_is_never_remembered(monkeypatch):
+    calls = []
+    real = openpgp._gpg
+    monkeypatch.setattr(openpgp, "_gpg", lambda home, args, data: calls.append(args) or real(home, args, data))
+    data = (KEYS / "site-key.asc").read_bytes()
+    first = openpgp.parse_public_key(data, "KEYFILE")
+    assert len(calls) == 3  # list, import, export
+    assert openpgp.parse_public_key(data, "KEYFILE") is first and len(calls) == 3
+    assert openpgp.parse_public_key(data + b"\n", "KEYFILE").fingerprint == SITE and len(calls) == 6  # other bytes
+    for _ in range(2):
+        with pytest.raises(openpgp.KeyFileError, match="KEYFILE is not an OpenPGP key"):
+            openpgp.parse_public_key(b"not a key", "KEYFILE")
+    assert len(calls) == 8  # the refused data went to gpg both times
 
 
 def _armor(packets: bytes, header: str = "PUBLIC KEY BLOCK") -> bytes:

@@ -102,10 +102,11 @@ def node_nccl_jobs(output: StepOutput, nodes: Sequence[str]) -> list[NcclJob]:
 
 def cluster_nccl_step(nodes: Sequence[str], gpus: int, level: str, job_name: str,
                       binary: str = NCCL_TESTS_BIN, mpi: str = "pmix") -> Step:
-    """One rank per GPU on every node; RING for two nodes."""
+    """One rank per GPU on every node; RING for two nodes. A rank that fails ends the job (the others would wait for
+    it in the collective until the timeout)."""
     env = (("NCCL_ALGO", "RING"),) if len(nodes) == 2 else ()
     return Step(tuple(nodes), _sweep(binary, level, 1), job_name, NCCL_TIMEOUT_S[level], ntasks_per_node=gpus,
-                gres=f"gpu:{gpus}", env=env, extra=(f"--mpi={mpi}",))
+                gres=f"gpu:{gpus}", env=env, extra=(f"--mpi={mpi}",), kill_on_bad_exit=True)
 
 
 def cluster_nccl_job(rc: int | None, stdout: str, output: StepOutput, nodes: Sequence[str]) -> NcclJob:

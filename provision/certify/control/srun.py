@@ -38,13 +38,14 @@ class Step:
     gres: str | None = None  # e.g. "gpu:8"
     env: tuple[tuple[str, str], ...] = ()  # exported to the tasks
     extra: tuple[str, ...] = ()  # further srun options, e.g. ("--mpi=pmix",)
+    kill_on_bad_exit: bool = False  # a task that fails ends every task of the step (an MPI job cannot finish then)
 
     def shell(self) -> str:
         """The command line to run on the controller (srun under `timeout`)."""
         task = f"echo {NODE_MARK}$SLURMD_NODENAME; exec {self.command}"
         argv = ["timeout", "-k", str(KILL_AFTER_S), str(self.timeout_s), "srun", f"-N{len(self.nodes)}",
                 f"--ntasks-per-node={self.ntasks_per_node}", "-w", ",".join(self.nodes), "--label",
-                f"--job-name={self.job_name}", "--kill-on-bad-exit=0", *self.extra]
+                f"--job-name={self.job_name}", f"--kill-on-bad-exit={int(self.kill_on_bad_exit)}", *self.extra]
         if self.gres:
             argv.append(f"--gres={self.gres}")
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env)

@@ -79,9 +79,13 @@ def whole_node_checks(step: Step, output: StepOutput) -> list[CheckResult]:
 def mpi_step(nodes: Sequence[str], ranks_per_node: int, binary: str, job_name: str,
              env: tuple[tuple[str, str], ...] = (), extra: tuple[str, ...] = ()) -> Step:
     """The MPI check on every compute node, started by srun over PMIx; `env` names the reservation when the run has
-    one (each node's run alone is submitted from the node itself, not from the controller)."""
+    one (each node's run alone is submitted from the node itself, not from the controller).
+
+    A rank that exits with an error ends the step at once: the other ranks would otherwise wait in MPI_Init for it
+    until the timeout (three minutes for a node whose MPI library is missing). Who failed is then judged from each
+    node's run alone."""
     return Step(tuple(nodes), binary, job_name, MPI_TIMEOUT_S, ntasks_per_node=ranks_per_node, env=env,
-                extra=("--mpi=pmix", *extra))
+                extra=("--mpi=pmix", *extra), kill_on_bad_exit=True)
 
 
 def busy(output: StepOutput) -> bool:
@@ -118,8 +122,7 @@ def parse_ranks(text: str) -> list[Rank]:
 
 def alone_step(step: Step, node: str) -> Step:
     """The same MPI check on one node only (to find where MPI cannot start)."""
-    return Step((node,), step.command, step.job_name, step.timeout_s, ntasks_per_node=step.ntasks_per_node,
-                env=step.env, extra=step.extra)
+    return replace(step, nodes=(node,))
 
 
 def mpi_failed(step: Step, output: StepOutput) -> bool:

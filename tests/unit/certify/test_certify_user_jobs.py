@@ -2,6 +2,8 @@
 commands, recorded outputs and the verdicts they give (the runner's fake cluster covers the wiring)."""
 from __future__ import annotations
 
+import dataclasses
+
 import shlex
 from pathlib import Path
 
@@ -82,7 +84,7 @@ def _mpi_out(nodes, per_node=2, errors=0):
 
 def test_mpi_job_passes_with_every_rank_right_and_reports_times():
     one = user_jobs.mpi_step(["n1", "n2", "n3"], 2, "/opt/mpi-check", "j")
-    assert {"--mpi=pmix", "--ntasks-per-node=2"} <= set(shlex.split(one.shell()))
+    assert {"--mpi=pmix", "--ntasks-per-node=2", "--kill-on-bad-exit=1"} <= set(shlex.split(one.shell()))
     checks = user_jobs.mpi_checks(one, parse(0, _mpi_out(["n1", "n2", "n3"]), ""), 1.234)
     assert [(c.check, c.node, c.verdict) for c in checks] == [
         ("mpi.start", "n1", "pass"), ("mpi.start", "n2", "pass"), ("mpi.start", "n3", "pass"),
@@ -104,7 +106,7 @@ def test_when_every_node_starts_alone_the_fault_is_between_nodes():
     one = user_jobs.mpi_step(["n1", "n2"], 1, "/opt/mpi-check", "j")
     failed = parse(1, "", "srun: error: n1: task 0: Killed\nsrun: error: n2: task 1: Killed\n")
     alone = {n: parse(0, labelled(0, n, RANK.format(r=0, n=1, e=0)), "") for n in ("n1", "n2")}
-    assert user_jobs.alone_step(one, "n2").nodes == ("n2",)
+    assert user_jobs.alone_step(one, "n2") == dataclasses.replace(one, nodes=("n2",))  # the same step, one node
     assert user_jobs.started_alone(one, alone)
     first = user_jobs.failure_summary(one, failed)
     assert first == "n1: Killed; n2: Killed"

@@ -80,7 +80,8 @@ def test_recorded_per_node_runs_become_node_busbw_checks(fixtures_dir):
 def test_cluster_step_places_one_rank_per_gpu_and_forces_ring_for_two_nodes():
     two = shlex.split(gpu_jobs.cluster_nccl_step(["g1", "g2"], 8, "standard", "j").shell())
     assert two[:2] == ["env", "NCCL_ALGO=RING"]
-    assert {"--ntasks-per-node=8", "--gres=gpu:8", "--mpi=pmix"} <= set(two) and two[-1].endswith("-g 1")
+    assert {"--ntasks-per-node=8", "--gres=gpu:8", "--mpi=pmix", "--kill-on-bad-exit=1"} <= set(two)
+    assert two[-1].endswith("-g 1")
     four = gpu_jobs.cluster_nccl_step(["g1", "g2", "g3", "g4"], 8, "full", "j").shell()
     assert "NCCL_ALGO" not in four and "-e 16G -f 2 -n 100" in four
 

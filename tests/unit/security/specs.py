@@ -95,7 +95,7 @@ def with_value(data: dict, path: tuple, value: object) -> dict:
     return data
 
 
-class _QuotingDumper(yaml.SafeDumper):
+class _QuotingDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # libyaml writes it: 2,000 specs a provider
     """Writes every string double-quoted (as a careful author would), so YAML never reads one as a number."""
 
 
