@@ -17,11 +17,15 @@ from provision.spec.loader import load_spec
 
 PROVISION = [sys.executable, "-m", "provision"]
 
+# A developer who runs a second checkout's suite beside another on one machine gives it a cluster of its own.
+E2E_NAME = os.environ.get("PROVISION_E2E_NAME", "e2e")
+E2E_SUBNET = os.environ.get("PROVISION_E2E_SUBNET", "10.97.0.0/24")
+
 E2E_SPEC = """\
-name: e2e
+name: {e2e_name}
 provider:
   type: sandbox
-  subnet: 10.97.0.0/24
+  subnet: {e2e_subnet}
 node_groups:
   - name: ctl
     roles: [controller]
@@ -145,7 +149,7 @@ def e2e_user_keys(tmp_path_factory) -> dict[str, Path]:
 def e2e_spec_path(tmp_path_factory, e2e_user_keys) -> Path:
     path = tmp_path_factory.mktemp("e2e") / "cluster.yaml"
     public = {name: Path(f"{key}.pub").read_text().strip() for name, key in e2e_user_keys.items()}
-    path.write_text(E2E_SPEC.format(**public))
+    path.write_text(E2E_SPEC.format(e2e_name=E2E_NAME, e2e_subnet=E2E_SUBNET, **public))
     return path
 
 

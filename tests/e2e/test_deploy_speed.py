@@ -89,21 +89,26 @@ def test_editing_one_file_on_one_node_is_shown_by_check_as_a_diff_and_corrected_
     _expect_only(slurm_cluster, slurm_cluster.deploy()[1], "", 0)
 
 
-def test_a_daemon_stopped_on_one_node_is_started_there_only(slurm_cluster):
-    victim = slurm_cluster.compute[0]
-    slurm_cluster.ssh(victim, "systemctl stop munge")
+def test_a_daemon_a_package_and_a_built_file_each_gone_from_one_node_come_back_there_only(slurm_cluster):
+    """Three kinds of drift at once, each on a node of its own, in one deploy: munged stopped (started again), iperf3
+    removed (installed again), the MPI check's binary deleted (tasks/mpi.yml compiles it; the unpack command builds it
+    on a fresh node). Each victim changes exactly that, every other node nothing."""
+    stopped, removed, deleted = slurm_cluster.compute[:3]
+    binary = "/opt/gpu-provision/certify/bin/mpi-check"
+    slurm_cluster.ssh(stopped, "systemctl stop munge")
+    slurm_cluster.ssh(removed, "DEBIAN_FRONTEND=noninteractive apt-get remove -y -q iperf3", timeout=300)
+    slurm_cluster.ssh(deleted, f"test -x {binary} && rm {binary}")
     rc, result = slurm_cluster.deploy()
-    _expect_only(slurm_cluster, result, victim, 1)
-    credential = slurm_cluster.ssh(victim, "munge -n").stdout
+    assert result["rc"] == 0, result
+    assert _changed(result) == {n.name: 1 if n.name in (stopped, removed, deleted) else 0
+                                for n in slurm_cluster.info.nodes}
+    tasks = {h["host"]: h["changed_tasks"] for h in result["hosts"]}
+    assert tasks[deleted] == ["Compile the MPI check with mpicc"]
+    assert tasks[stopped] != tasks[removed] and len(tasks[stopped]) == len(tasks[removed]) == 1, tasks
+    credential = slurm_cluster.ssh(stopped, "munge -n").stdout
     assert "Success" in slurm_cluster.ssh(slurm_cluster.controller, "unmunge", input=credential).stdout
-
-
-def test_a_package_removed_from_one_node_is_installed_again_there_only(slurm_cluster):
-    victim = slurm_cluster.compute[-1]
-    slurm_cluster.ssh(victim, "DEBIAN_FRONTEND=noninteractive apt-get remove -y -q iperf3", timeout=300)
-    rc, result = slurm_cluster.deploy()
-    _expect_only(slurm_cluster, result, victim, 1)
-    slurm_cluster.ssh(victim, "command -v iperf3")
+    slurm_cluster.ssh(removed, "command -v iperf3")
+    slurm_cluster.ssh(deleted, f"test -x {binary}")
 
 
 def test_a_munge_key_changed_on_one_node_is_named_by_check_and_replaced_there_only(slurm_cluster):
@@ -135,15 +140,3 @@ def test_a_munge_key_changed_on_one_node_is_named_by_check_and_replaced_there_on
     credential = slurm_cluster.ssh(victim, "munge -n").stdout
     assert "Success" in slurm_cluster.ssh(slurm_cluster.controller, "unmunge", input=credential).stdout
     _expect_only(slurm_cluster, slurm_cluster.deploy()[1], victim, 0)
-
-
-def test_the_mpi_check_removed_from_one_node_is_built_again_there_only(slurm_cluster):
-    """The unpack command builds the MPI check on a fresh node; where only the binary is gone, tasks/mpi.yml does."""
-    victim = slurm_cluster.compute[-1]
-    binary = "/opt/gpu-provision/certify/bin/mpi-check"
-    slurm_cluster.ssh(victim, f"test -x {binary} && rm {binary}")
-    rc, result = slurm_cluster.deploy()
-    _expect_only(slurm_cluster, result, victim, 1)
-    assert next(h["changed_tasks"] for h in result["hosts"] if h["host"] == victim) == [
-        "Compile the MPI check with mpicc"]
-    slurm_cluster.ssh(victim, f"test -x {binary}")

@@ -89,6 +89,10 @@ MPI = [*_packages("openmpi-bin", "libopenmpi-dev", "gcc", "libc6-dev"), "check\t
 CERTIFY = [*_packages("iperf3"), f"python\tnvidia_ml_py\t0\t{_text('1.0')}",
            *_file("archive", "81a4", sha1=ARCHIVE_SHA), "check\tarchive_unpacked\t0", "executable\tmpicc",
            "executable\tmpi_check", "end"]
+FSTAB_LINE = "ctl:/shared /shared glusterfs defaults,_netdev 0 0"
+DROPIN = "/etc/systemd/system/slurmd.service.d/gpu-provision-shared-mount.conf"
+SHARED = [*_packages("glusterfs-client"), *_file("/shared", "41ed"), *_file(DROPIN, "81a4", sha1="f" * 40),
+          f"output\tfstab\t0\t{_text(FSTAB_LINE)}", f"output\tmounted\t0\t{_text('fuse.glusterfs')}", "end"]
 
 
 def _without(lines: list[str], *gone: str) -> list[str]:
@@ -109,7 +113,7 @@ def _etc_hosts(*lines: str) -> list[str]:
 
 # What each role calls its list of differences; mpi's is its missing packages.
 TODO = {"common": "_common_todo", "munge": "_munge_todo", "slurm": "_slurm_todo", "mpi": "_mpi_missing_packages",
-        "certify": "_certify_todo"}
+        "certify": "_certify_todo", "shared_mount": "_shared_mount_todo"}
 NODE = common("node")
 
 # (case id, host, role, the node's output, what the role decides: its TODO list, or (variable, value))
@@ -260,12 +264,38 @@ CASES = [
     ("certify MPI check wanted where mpicc is", "node", "certify", CERTIFY, ("_certify_mpi_check_wanted", True)),
     ("certify no MPI check without mpicc", "node", "certify", _without(CERTIFY, "executable\tmpicc"),
      ("_certify_mpi_check_wanted", False)),
+    ("shared_mount converged", "node", "shared_mount", SHARED, []),
+    ("shared_mount fresh node", "node", "shared_mount", ["end"], ["mount point", "fstab", "mount"]),
+    ("shared_mount nothing to install", "node", "shared_mount", SHARED, ("_shared_mount_missing_packages", [])),
+    ("shared_mount client missing", "node", "shared_mount", _without(SHARED, "package\tglusterfs-client\t1.0-1\tii "),
+     ("_shared_mount_missing_packages", ["glusterfs-client"])),
+    ("shared_mount client removed, config left", "node", "shared_mount",
+     _with(SHARED, "package\tglusterfs-client\t1.0-1\tii ", "package\tglusterfs-client\t1.0-1\trc "),
+     ("_shared_mount_missing_packages", ["glusterfs-client"])),
+    ("shared_mount point absent", "node", "shared_mount", _without(SHARED, *_file("/shared", "41ed")), ["mount point"]),
+    ("shared_mount point mode", "node", "shared_mount", _with(SHARED, *_file("/shared", "41ed"), *_file("/shared", "41c0")),
+     ["mount point"]),
+    ("shared_mount point a file", "node", "shared_mount",
+     _with(SHARED, *_file("/shared", "41ed"), *_file("/shared", "81ed")), ["mount point"]),
+    ("shared_mount fstab line edited", "node", "shared_mount",
+     _with(SHARED, f"output\tfstab\t0\t{_text(FSTAB_LINE)}",
+           f"output\tfstab\t0\t{_text(FSTAB_LINE.replace('_netdev', 'noauto'))}"), ["fstab"]),
+    ("shared_mount fstab line twice", "node", "shared_mount",
+     _with(SHARED, f"output\tfstab\t0\t{_text(FSTAB_LINE)}", f"output\tfstab\t0\t{_text(FSTAB_LINE + chr(10) + FSTAB_LINE)}"),
+     ["fstab"]),
+    ("shared_mount no fstab line", "node", "shared_mount",
+     _with(SHARED, f"output\tfstab\t0\t{_text(FSTAB_LINE)}", "output\tfstab\t0\t"), ["fstab"]),
+    ("shared_mount no /etc/fstab", "node", "shared_mount",
+     _with(SHARED, f"output\tfstab\t0\t{_text(FSTAB_LINE)}", "output\tfstab\t2\t"), ["fstab"]),
+    ("shared_mount not mounted", "node", "shared_mount",
+     _with(SHARED, f"output\tmounted\t0\t{_text('fuse.glusterfs')}", "output\tmounted\t1\t"), ["mount"]),
 ]
 
 INVENTORY = {"all": {
     "hosts": {"ctl": {"ansible_host": "10.0.0.10"}, "node": {"ansible_host": "10.0.0.11"}},
     "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "cluster_name": "test",
-             "provision_sandbox": True, "slurm_controller_host": "ctl", "certify_cache_dir": "/nonexistent"},
+             "provision_sandbox": True, "slurm_controller_host": "ctl", "certify_cache_dir": "/nonexistent",
+             "filesystem_type": "glusterfs", "filesystem_mount_point": "/shared"},
     "children": {"controller": {"hosts": {"ctl": {}}}, "compute": {"hosts": {"node": {}}}}}}
 
 # The node_probe action with the node's side stood in for: the real plugin checks the task's arguments and builds
@@ -318,6 +348,7 @@ PLAYBOOK = """\
         _certify_bundle: {{stdout: '{{"nvml_version": "1.0"}}'}}
         _certify_pack: {{stdout: '{{"checksum": "{archive_sha}"}}'}}
         _slurm_expected_files: {slurm_files}
+        _shared_mount_fstab_line: "{fstab_line}"
         _answers: {{}}
     - name: Read each case
       ansible.builtin.include_tasks: case.yml
@@ -352,6 +383,7 @@ def _decision(role: str, expected) -> tuple[str, object]:
 def answers(tmp_path_factory) -> dict:
     tmp = tmp_path_factory.mktemp("probes")
     var_files = [str(ROLES / role / kind / "main.yml") for role in TODO for kind in ("defaults", "vars")]
+    var_files.append(str(ROLES / "shared_mount" / "vars" / "glusterfs.yml"))  # the type's settings
     cases = [{"id": case_id, "host": host, "role": role.split("+")[0], "time_sync": role.endswith("+timesync"),
               "lines": lines, "decision": _decision(role.split("+")[0], expected)[0]}
              for case_id, host, role, lines, expected in CASES]
@@ -361,8 +393,9 @@ def answers(tmp_path_factory) -> dict:
     (tmp / "case.yml").write_text(CASE.format(roles=ROLES))
     (tmp / "play.yml").write_text(PLAYBOOK.format(
         var_files=json.dumps(var_files), key_sha=KEY_SHA, cases=json.dumps(cases), out=tmp,
-        slurm_files=json.dumps(FILES), archive_sha=ARCHIVE_SHA))
-    env = {**os.environ, "ANSIBLE_ACTION_PLUGINS": str(tmp / "action_plugins"), "ANSIBLE_NOCOLOR": "1"}
+        slurm_files=json.dumps(FILES), archive_sha=ARCHIVE_SHA, fstab_line=FSTAB_LINE))
+    env = {**os.environ, "ANSIBLE_ACTION_PLUGINS": str(tmp / "action_plugins"), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_FILTER_PLUGINS": str(ROLES / "shared_mount" / "filter_plugins")}
     result = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(tmp / "hosts.yml"), str(tmp / "play.yml")],
                             capture_output=True, text=True, cwd=tmp, env=env, timeout=600)
     assert result.returncode == 0, result.stdout[-4000:]
