@@ -93,6 +93,11 @@ FSTAB_LINE = "ctl:/shared /shared glusterfs defaults,_netdev 0 0"
 DROPIN = "/etc/systemd/system/slurmd.service.d/gpu-provision-shared-mount.conf"
 SHARED = [*_packages("glusterfs-client"), *_file("/shared", "41ed"), *_file(DROPIN, "81a4", sha1="f" * 40),
           f"output\tfstab\t0\t{_text(FSTAB_LINE)}", f"output\tmounted\t0\t{_text('fuse.glusterfs')}", "end"]
+GLUSTER_ANSWERS = REPO / "tests" / "fixtures" / "gluster"
+POOL, STARTED = (GLUSTER_ANSWERS / "pool-list.xml").read_text(), (GLUSTER_ANSWERS / "volume-info-started.xml").read_text()
+CREATED = (GLUSTER_ANSWERS / "volume-info-created.edited.xml").read_text()
+GLUSTER = [*_packages("glusterfs-server"), *_service("glusterd"), "tcp\t0.0.0.0:24007", *_file("brick", "41ed"),
+           f"output\tpool\t0\t{_text(POOL)}", f"output\tvolume\t0\t{_text(STARTED)}", "end"]
 
 
 def _without(lines: list[str], *gone: str) -> list[str]:
@@ -113,7 +118,7 @@ def _etc_hosts(*lines: str) -> list[str]:
 
 # What each role calls its list of differences; mpi's is its missing packages.
 TODO = {"common": "_common_todo", "munge": "_munge_todo", "slurm": "_slurm_todo", "mpi": "_mpi_missing_packages",
-        "certify": "_certify_todo", "shared_mount": "_shared_mount_todo"}
+        "certify": "_certify_todo", "shared_mount": "_shared_mount_todo", "glusterfs_server": "_glusterfs_server_todo"}
 NODE = common("node")
 
 # (case id, host, role, the node's output, what the role decides: its TODO list, or (variable, value))
@@ -264,6 +269,25 @@ CASES = [
     ("certify MPI check wanted where mpicc is", "node", "certify", CERTIFY, ("_certify_mpi_check_wanted", True)),
     ("certify no MPI check without mpicc", "node", "certify", _without(CERTIFY, "executable\tmpicc"),
      ("_certify_mpi_check_wanted", False)),
+    ("glusterfs_server converged", "node", "glusterfs_server", GLUSTER, []),
+    ("glusterfs_server fresh node", "node", "glusterfs_server", ["end"],
+     ["packages", "glusterd", "port", "brick", "pool and volume"]),
+    ("glusterfs_server package", "node", "glusterfs_server", _without(GLUSTER, "package\tglusterfs-server\t1.0-1\tii "),
+     ["packages"]),
+    ("glusterfs_server glusterd stopped", "node", "glusterfs_server",
+     _with(GLUSTER, "service\tglusterd\tActiveState=active", "service\tglusterd\tActiveState=failed"), ["glusterd"]),
+    ("glusterfs_server glusterd disabled", "node", "glusterfs_server",
+     _with(GLUSTER, "service\tglusterd\tUnitFileState=enabled", "service\tglusterd\tUnitFileState=disabled"),
+     ["glusterd"]),
+    ("glusterfs_server port closed", "node", "glusterfs_server", _without(GLUSTER, "tcp\t0.0.0.0:24007"), ["port"]),
+    ("glusterfs_server brick absent", "node", "glusterfs_server", _without(GLUSTER, *_file("brick", "41ed")), ["brick"]),
+    ("glusterfs_server brick mode", "node", "glusterfs_server",
+     _with(GLUSTER, *_file("brick", "41ed"), *_file("brick", "41c0")), ["brick"]),
+    ("glusterfs_server volume not started", "node", "glusterfs_server",
+     _with(GLUSTER, f"output\tvolume\t0\t{_text(STARTED)}", f"output\tvolume\t0\t{_text(CREATED)}"),
+     ["pool and volume"]),
+    ("glusterfs_server glusterd did not answer", "node", "glusterfs_server",
+     _with(GLUSTER, f"output\tpool\t0\t{_text(POOL)}", "output\tpool\t1\t"), ["pool and volume"]),
     ("shared_mount converged", "node", "shared_mount", SHARED, []),
     ("shared_mount fresh node", "node", "shared_mount", ["end"], ["mount point", "fstab", "mount"]),
     ("shared_mount nothing to install", "node", "shared_mount", SHARED, ("_shared_mount_missing_packages", [])),
@@ -296,7 +320,8 @@ INVENTORY = {"all": {
     "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "cluster_name": "test",
              "provision_sandbox": True, "slurm_controller_host": "ctl", "certify_cache_dir": "/nonexistent",
              "filesystem_type": "glusterfs", "filesystem_mount_point": "/shared"},
-    "children": {"controller": {"hosts": {"ctl": {}}}, "compute": {"hosts": {"node": {}}}}}}
+    "children": {"controller": {"hosts": {"ctl": {}}}, "compute": {"hosts": {"node": {}}},
+                 "storage": {"hosts": {"node": {}}}}}}
 
 # The node_probe action with the node's side stood in for: the real plugin checks the task's arguments and builds
 # the script; the case's lines answer it, each key turned into the number the script would print.
@@ -395,7 +420,8 @@ def answers(tmp_path_factory) -> dict:
         var_files=json.dumps(var_files), key_sha=KEY_SHA, cases=json.dumps(cases), out=tmp,
         slurm_files=json.dumps(FILES), archive_sha=ARCHIVE_SHA, fstab_line=FSTAB_LINE))
     env = {**os.environ, "ANSIBLE_ACTION_PLUGINS": str(tmp / "action_plugins"), "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_FILTER_PLUGINS": str(ROLES / "shared_mount" / "filter_plugins")}
+           "ANSIBLE_FILTER_PLUGINS": os.pathsep.join(str(ROLES / role / "filter_plugins")
+                                                     for role in ("shared_mount", "glusterfs_server"))}
     result = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(tmp / "hosts.yml"), str(tmp / "play.yml")],
                             capture_output=True, text=True, cwd=tmp, env=env, timeout=600)
     assert result.returncode == 0, result.stdout[-4000:]

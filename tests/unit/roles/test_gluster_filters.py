@@ -106,3 +106,28 @@ def test_the_role_decides_from_the_filters_in_a_real_play(tmp_path):
     done = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
                            str(play)], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+SETTLED = {"pool": answer("pool-list.xml"), "volume": answer("volume-info-started.xml")}
+
+
+@pytest.mark.parametrize("reads, peers, connected, settled", [
+    (SETTLED, ["store02"], 2, True),  # the converged pool of two: nothing to form
+    (SETTLED, [], 1, True),  # the other storage node is not in this run
+    (SETTLED, ["store02", "store03"], 3, False),  # a storage node the pool does not know yet: probe it
+    (SETTLED, ["store02"], 3, False),  # fewer connected than the run's storage nodes: wait
+    ({**SETTLED, "pool": answer("pool-list-disconnected.edited.xml")}, ["store02"], 2, False),
+    ({**SETTLED, "volume": answer("volume-info-created.edited.xml")}, ["store02"], 2, False),  # created, not started
+    ({**SETTLED, "volume": answer("volume-info-missing.xml")}, ["store02"], 2, False),  # no volume yet
+    ({**SETTLED, "pool": None}, ["store02"], 2, False),  # glusterd did not answer the probe
+    ({**SETTLED, "volume": None}, ["store02"], 2, False),
+    ({}, [], 1, False),  # not the first storage node: nothing was read
+    (None, [], 1, False),
+])
+def test_the_first_node_is_settled_only_when_nothing_could_change(reads, peers, connected, settled):
+    assert gluster.gluster_settled(reads, "shared", peers, connected) is settled
+
+
+def test_a_probe_answer_that_is_not_the_clis_xml_fails_rather_than_reading_as_settled():
+    with pytest.raises(AnsibleFilterError, match="pool list"):
+        gluster.gluster_settled({**SETTLED, "pool": "glusterd is not running"}, "shared", [], 1)

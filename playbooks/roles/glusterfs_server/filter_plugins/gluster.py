@@ -4,6 +4,10 @@ never from matching the CLI's text. Tested against answers recorded from gluster
     gluster_peers(xml)          the trusted pool as this node sees it: [{hostname, hostnames, uuid, connected}]
     gluster_volume(xml, name)   the named volume ({name, started, status, type, replica, bricks}), or None when the
                                 CLI says it does not exist
+    gluster_settled(reads, name, peers, connected)
+                                whether the probe's reads ({pool: XML, volume: XML}, null where glusterd did not
+                                answer) show nothing to do: those peers in the pool, at least `connected` peers
+                                connected (this node counts), the volume there and started
 A text that is not the CLI's XML answer, or an answer reporting another error, fails the task with what it said.
 """
 from __future__ import annotations
@@ -62,8 +66,21 @@ def gluster_volume(text: str, name: str) -> dict | None:
             "bricks": [brick.findtext("name", "") for brick in volume.findall("bricks/brick")]}
 
 
+def gluster_settled(reads: dict | None, name: str, peers: list, connected: int) -> bool:
+    """Whether the first storage node has nothing to form: every peer named is in the pool, at least `connected` of
+    the pool's entries are connected, and the volume exists and is started. False when either read is missing."""
+    pool, info = (reads or {}).get("pool"), (reads or {}).get("volume")
+    if pool is None or info is None:
+        return False
+    found = gluster_peers(pool)
+    known = {hostname for peer in found for hostname in peer["hostnames"]}
+    volume = gluster_volume(info, name)
+    return (set(peers) <= known and sum(peer["connected"] for peer in found) >= int(connected)
+            and volume is not None and volume["started"])
+
+
 class FilterModule:
     """The role's filters."""
 
     def filters(self):
-        return {"gluster_peers": gluster_peers, "gluster_volume": gluster_volume}
+        return {"gluster_peers": gluster_peers, "gluster_volume": gluster_volume, "gluster_settled": gluster_settled}
