@@ -11,7 +11,7 @@ from provision.records import ClusterInfo
 from provision.remote import ssh_options
 from provision.slurm import layout, packages
 from provision.spec.model import ROLES, ClusterSpec
-from provision.spec.people import Account, Qos, User
+from provision.spec.people import Account, Directory, Qos, User
 from provision.spec.people_checks import home_base
 from provision.state import ClusterState, write_private
 from provision.templating import environment
@@ -62,10 +62,12 @@ def render(spec: ClusterSpec, cluster: ClusterInfo) -> dict[str, str]:
 
 
 def people_vars(spec: ClusterSpec, cluster: ClusterInfo) -> dict:
-    """The variables of the roles users, slurm_accounts and slurm from the spec's users:, homes: and accounting:, in a
-    stable order, as plain data (the template writes each with its YAML filter, which tags every string !unsafe, so no
-    value from a user entry is ever templated by Ansible)."""
+    """The variables of the roles users, sssd, slurm_accounts and slurm from the spec's users:, homes:, directory: and
+    accounting:, in a stable order, as plain data (the template writes each with its YAML filter, which tags every
+    string !unsafe, so no value from a user entry is ever templated by Ansible). The directory's bind password stays in
+    its file on this machine: the inventory names the file, the sssd role reads it under no_log."""
     accounting = spec.accounting
+    directory_users = [{"name": u.name, "accounts": list(u.accounts)} for u in accounting.users] if accounting else []
     return {
         "users_list": [_user(user) for user in spec.users],
         "users_home_base": home_base(spec),
@@ -75,8 +77,22 @@ def people_vars(spec: ClusterSpec, cluster: ClusterInfo) -> dict:
         "slurm_accounts_enabled": spec.software.slurm.accounting,
         "slurm_accounts_accounts": [_account(a) for a in accounting.accounts] if accounting else [],
         "slurm_accounts_qos": [_qos(q) for q in accounting.qos] if accounting else [],
-        "slurm_accounts_users": [{"name": u.name, "accounts": list(u.accounts)} for u in spec.users if u.accounts],
+        "slurm_accounts_users": [{"name": u.name, "accounts": list(u.accounts)} for u in spec.users if u.accounts]
+        + directory_users,
+        **_directory(spec.directory, home_base(spec)),
     }
+
+
+def _directory(directory: Directory | None, homes: str) -> dict:
+    """The sssd role's variables: off without a directory; the CA and password files as absolute paths here."""
+    if directory is None:
+        return {"sssd_enabled": False}
+    password = directory.bind_password_file
+    return {"sssd_enabled": True, "sssd_ldap_uri": directory.uri, "sssd_ldap_base_dn": directory.base_dn,
+            "sssd_ldap_ca_file": str(directory.ca_file.expanduser().absolute()),
+            "sssd_ldap_bind_dn": directory.bind_dn or "",
+            "sssd_ldap_bind_password_file": str(password.expanduser().absolute()) if password else "",
+            "sssd_home_base": homes}
 
 
 def _user(user: User) -> dict:

@@ -207,7 +207,7 @@ class ClusterSpec(StrictModel):
                               description="people: the same account on every node (provision/spec/people.py)")
     homes: Homes = Homes()
     accounting: Accounting | None = Field(None, description="Slurm accounts, QoS and enforcement")
-    directory: Directory | None = Field(None, description="an LDAP server the nodes resolve users from (shape only)")
+    directory: Directory | None = Field(None, description="an LDAP server every node resolves users from (SSSD)")
     state_dir: LocalPath | None = Field(None,
                                         description="default: $PROVISION_STATE_DIR or ~/.local/state/gpu-provision")
 

@@ -1,5 +1,6 @@
 """The people of a cluster: `users:` (POSIX accounts with fixed ids and SSH keys), `homes:`, `accounting:` (Slurm
-accounts, QoS, enforcement) and `directory:` (an LDAP server the nodes would ask; shape only for now).
+accounts, QoS, enforcement and the associations of directory users) and `directory:` (an LDAP server every node
+resolves people from, through SSSD).
 
 Every string here reaches a node as data (the inventory tags it !unsafe, the roles pass it as module arguments or as
 argument lists), and is also held to the narrowest shape that serves it: a user name as useradd takes it, a Slurm
@@ -179,16 +180,27 @@ class Qos(StrictModel):
     max_wall: SlurmMinutes | None = Field(None, description="Slurm time: minutes, HH:MM:SS or D-HH:MM:SS")
 
 
+class DirectoryUser(StrictModel):
+    """A person of the directory (not in `users:`) and their Slurm accounts: their account lives in LDAP, their
+    associations in Slurm, made from here as a listed user's are."""
+
+    name: UserName
+    accounts: list[SlurmName] = Field(min_length=1, max_length=64,
+                                      description="Slurm accounts of accounting.accounts; the first is the default")
+
+
 class Accounting(StrictModel):
     """Slurm accounts, QoS and whether Slurm enforces them (AccountingStorageEnforce=associations,limits,qos)."""
 
     accounts: list[Account] = Field(default_factory=list, max_length=1024)
     qos: list[Qos] = Field(default_factory=list, max_length=256)
     enforce: StrictBool = True
+    users: list[DirectoryUser] = Field(default_factory=list, max_length=MAX_USERS,
+                                       description="Slurm associations of people of the directory (not in users:)")
 
 
 class Directory(StrictModel):
-    """An existing LDAP server every node would resolve users from (SSSD); checked for shape only so far."""
+    """An existing LDAP server every node resolves users and groups from (role sssd), after the local files."""
 
     type: Literal["ldap"]
     uri: LdapUri

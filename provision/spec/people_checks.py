@@ -133,6 +133,39 @@ def check_user_accounts(spec: ClusterSpec) -> list[Finding]:
     return out
 
 
+def check_directory_users(spec: ClusterSpec) -> list[Finding]:
+    """accounting.users: people of the directory, each once, none also in users: (whose accounts are in their entry),
+    every account they name listed; without a directory they must have accounts on the nodes some other way."""
+    section = spec.accounting
+    if section is None or not section.users:
+        return []
+    known, listed = {account.name for account in section.accounts}, {user.name for user in spec.users}
+    names = Counter(user.name for user in section.users)
+    out = []
+    for i, user in enumerate(section.users):
+        path = f"accounting.users[{i}]"
+        if names[user.name] > 1:
+            out.append(Finding("error", f"{path}.name", f"'{user.name}' is listed more than once",
+                               "list each person once"))
+        if user.name in listed:
+            out.append(Finding("error", f"{path}.name", f"'{user.name}' is also in users:, whose entry names their "
+                               "accounts", f"give the accounts in users[].accounts and remove {user.name} here"))
+        if user.name in SYSTEM_NAMES or user.name in service_accounts():
+            out.append(Finding("error", f"{path}.name", f"'{user.name}' is a system or service account's name",
+                               "name a person of the directory"))
+        out += [Finding("error", f"{path}.accounts[{j}]", f"'{account}' is not an account of accounting.accounts",
+                        f"add {{name: {account}}} to accounting.accounts") for j, account in enumerate(user.accounts)
+                if account not in known]
+        if len(set(user.accounts)) != len(user.accounts):
+            out.append(Finding("error", f"{path}.accounts", f"{user.accounts} repeats an account",
+                               "list each account once"))
+    if spec.directory is None:
+        out.append(Finding("warning", "accounting.users", "there is no directory, so these people need accounts on "
+                           "every node made some other way (Slurm runs a job as its uid there)",
+                           "add a directory section, or list them in users: with their accounts"))
+    return out
+
+
 def check_accounting(spec: ClusterSpec) -> list[Finding]:
     """Accounts and QoS named once; parents and QoS that exist; no cycle in the account tree; accounting on."""
     section = spec.accounting
@@ -228,7 +261,25 @@ def check_directory(spec: ClusterSpec) -> list[Finding]:
     if (directory.bind_dn is None) != (directory.bind_password_file is None):
         out.append(Finding("error", "directory", "bind_dn and bind_password_file come together",
                            "give both for a bound search, or neither for an anonymous one"))
+    if directory.bind_password_file is not None and not out:
+        out += _password_findings(directory.bind_password_file.expanduser())
     return out
+
+
+def _password_findings(path) -> list[Finding]:
+    """The bind password is one line of printable characters without spaces at its ends (it becomes one sssd.conf
+    value). The finding never shows the password."""
+    try:
+        text = path.read_bytes().decode()
+    except (OSError, UnicodeDecodeError):
+        return [Finding("error", "directory.bind_password_file", "cannot be read as UTF-8 text",
+                        "write the password as one line of text")]
+    password = text[:-1] if text.endswith("\n") else text
+    if not password or not password.isprintable() or password != password.strip():
+        return [Finding("error", "directory.bind_password_file", "does not hold one line of printable characters "
+                        "(an empty password, a second line, a control character or a space at either end)",
+                        "write the password alone on one line, e.g. printf '%s\\n' PASSWORD > FILE")]
+    return []
 
 
 def _file_findings(path: str, value, kind: FileKind) -> list[Finding]:

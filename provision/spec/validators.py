@@ -340,7 +340,8 @@ VALIDATORS: tuple[Validator, ...] = (
     check_partitions, check_versions, check_slurm_source, check_filesystem, check_interconnect, check_ssh,
     os_checks.check_os, os_checks.check_sandbox_os, reserved.check_reserved_names,
     people_checks.check_users, people_checks.check_user_accounts, people_checks.check_accounting,
-    people_checks.check_homes, people_checks.check_directory, people_checks.check_login_nodes,
+    people_checks.check_directory_users, people_checks.check_homes, people_checks.check_directory,
+    people_checks.check_login_nodes,
 )
 
 
@@ -357,6 +358,7 @@ READS: dict[Validator, tuple[str, ...]] = {
     reserved.check_reserved_names: ("node_groups",),
     people_checks.check_users: ("users",), people_checks.check_user_accounts: ("users", "accounting"),
     people_checks.check_accounting: ("accounting", "software"),
+    people_checks.check_directory_users: ("accounting", "users", "directory"),
     people_checks.check_homes: ("homes", "filesystem", "users"), people_checks.check_directory: ("directory",),
     people_checks.check_login_nodes: ("users", "directory", "node_groups"),
 }

@@ -32,7 +32,7 @@ def _processes_mounting_under(path: Path) -> list[int]:
     found = []
     for mountinfo in Path("/proc").glob("[0-9]*/mountinfo"):
         try:
-            if str(path) in mountinfo.read_text():
+            if f"{path}/" in mountinfo.read_text():  # its own folder: clusters/e2e is a prefix of clusters/e2es
                 found.append(int(mountinfo.parent.name))
         except OSError:
             continue  # the process ended while we looked

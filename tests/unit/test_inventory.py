@@ -81,6 +81,33 @@ def test_inventory_vars_carry_the_software_settings():
     assert {p["name"] for p in data["slurm_partitions"]} == {"h100", "l40s"}
 
 
+def test_a_directory_gives_the_sssd_role_its_settings_and_the_password_file_never_the_password(tmp_path):
+    from provision.spec.people import Directory, DirectoryUser
+    password = "pw-" + "7f3a9c" * 4
+    (tmp_path / "bind.pw").write_text(password + "\n")
+    (tmp_path / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
+    spec = load_spec(REPO / "inventories" / "onprem.yaml")
+    directory = Directory(type="ldap", uri="ldaps://ldap.example.org", base_dn="dc=example,dc=org",
+                          ca_file=tmp_path / "ca.pem", bind_dn="cn=reader,dc=example,dc=org",
+                          bind_password_file=tmp_path / "bind.pw")
+    accounting = spec.accounting.model_copy(update={"users": [DirectoryUser(name="dave", accounts=["ml", "physics"])]})
+    spec = spec.model_copy(update={"directory": directory, "accounting": accounting})
+    rendered = inventory.render(spec, lifecycle.planned_cluster(spec))
+    data = _load(rendered["group_vars/all/cluster.yml"])
+    assert {k: v for k, v in data.items() if k.startswith("sssd_")} == {
+        "sssd_enabled": True, "sssd_ldap_uri": "ldaps://ldap.example.org", "sssd_ldap_base_dn": "dc=example,dc=org",
+        "sssd_ldap_ca_file": str(tmp_path / "ca.pem"), "sssd_ldap_bind_dn": "cn=reader,dc=example,dc=org",
+        "sssd_ldap_bind_password_file": str(tmp_path / "bind.pw"), "sssd_home_base": "/shared/home"}
+    assert {"name": "dave", "accounts": ["ml", "physics"]} in data["slurm_accounts_users"]
+    assert all(password not in text for text in rendered.values())
+
+
+def test_without_a_directory_the_sssd_role_is_off():
+    spec = load_spec(REPO / "inventories" / "onprem.yaml")
+    data = _load(inventory.render(spec, lifecycle.planned_cluster(spec))["group_vars/all/cluster.yml"])
+    assert [k for k in data if k.startswith("sssd_")] == ["sssd_enabled"] and data["sssd_enabled"] is False
+
+
 def _nodes(count: int, **kwargs) -> tuple[NodeInfo, ...]:
     return tuple(NodeInfo(name=f"gpu{i:05d}", group="gpu", roles=("compute",), partition="gpu", **kwargs)
                  for i in range(1, count + 1))

@@ -9,6 +9,8 @@ import yaml
 # The Slurm site repository's signing key: a real public key (a throwaway's), so that only shapes can refuse the path.
 SLURM_KEY = Path(__file__).resolve().parents[2] / "fixtures" / "slurm_repository" / "site-key.asc"
 SLURM_KEY_FINGERPRINT = "53EF24C03C61808FECDFCA64274B4CB61408D2C1"
+# A bind password file of the shape validate takes (one printable line), so that only shapes can refuse the path.
+BIND_PASSWORD = Path(__file__).resolve().parents[2] / "fixtures" / "directory" / "bind-password"
 PUBLIC_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMd3wpfAkGCoTwbpcPBExObQN8qG+/3R60KGOduy5ScZ alice@laptop"
 
 
@@ -30,10 +32,11 @@ def bases_for(tmp_path: Path) -> dict[str, dict]:
               "homes": {"base": "/shared/home"},
               "accounting": {"enforce": True, "accounts": [{"name": "physics", "parent": "root",
                                                             "grp_tres": {"gres/gpu": 8}, "qos": ["long"]}],
-                             "qos": [{"name": "long", "max_wall": "2-00:00:00"}]},
+                             "qos": [{"name": "long", "max_wall": "2-00:00:00"}],
+                             "users": [{"name": "dave", "accounts": ["physics"]}]},
               "directory": {"type": "ldap", "uri": "ldaps://ldap.example.internal", "base_dn": "dc=example,dc=org",
                             "ca_file": str(SLURM_KEY), "bind_dn": "cn=reader,dc=example,dc=org",
-                            "bind_password_file": str(SLURM_KEY)}}
+                            "bind_password_file": str(BIND_PASSWORD)}}
     common = {"name": "hostile", "ssh": {"user": "root", "key_path": str(key)}, "software": software, **people,
               "certify": {"level": "quick"}, "health": {"enabled": True, "interval_s": 300, "node_state": ["ANY"]},
               "state_dir": str(tmp_path / "state")}

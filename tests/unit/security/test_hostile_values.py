@@ -29,6 +29,7 @@ from provision.errors import ConnectionFailure, StateError
 from provision.remote import commands, ssh_options
 from provision.spec.loader import load_spec
 from provision.spec.model import ClusterSpec
+from provision.spec.people import Directory
 
 ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
 
@@ -219,7 +220,10 @@ def test_ansible_reading_every_variable_runs_nothing_from_the_spec(tmp_path, mon
     values = payloads(marker)
     examples = Path(__file__).resolve().parents[3] / "inventories"
     people = load_spec(examples / "onprem.yaml")  # its users and accounting, so their strings are poisoned too
-    base = load_spec(examples / "sandbox.yaml").model_copy(update={"users": people.users,
+    directory = Directory(type="ldap", uri="ldaps://ldap.example.org", base_dn="dc=example,dc=org",
+                          ca_file=tmp_path / "ca.pem", bind_dn="cn=reader,dc=example,dc=org",
+                          bind_password_file=tmp_path / "bind.pw")  # and the sssd role's
+    base = load_spec(examples / "sandbox.yaml").model_copy(update={"users": people.users, "directory": directory,
                                                                     "accounting": people.accounting})
     for turn in range(len(values)):  # each field sees each payload once over the turns
         spec, cluster = _poisoned(base, values[turn:] + values[:turn])

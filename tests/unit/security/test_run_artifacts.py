@@ -106,9 +106,10 @@ def tasks_in(items: list[dict]) -> list[dict]:
 
 
 def test_roles_handle_the_cluster_secrets_only_under_no_log():
-    """Every task that reads or carries the munge key or the database password hides its arguments and result
-    (a stat of the file or an assert naming its path carries neither)."""
-    carriers = ("_munge_key_content", "{{ munge_key_file }}", "slurm_accounting_db_password_file)", "slurmdbd.conf.j2")
+    """Every task that reads or carries the munge key, the database password or the directory's bind password hides its
+    arguments and result (a stat of the file or an assert naming its path carries neither)."""
+    carriers = ("_munge_key_content", "{{ munge_key_file }}", "slurm_accounting_db_password_file)", "slurmdbd.conf.j2",
+                "sssd_ldap_bind_password_file,", "| sssd_conf")
     checked = []
     for path in (REPO / "playbooks" / "roles").glob("*/tasks/*.yml"):
         for task in tasks_in(yaml.safe_load(path.read_text())):
@@ -118,5 +119,5 @@ def test_roles_handle_the_cluster_secrets_only_under_no_log():
                 checked.append(task["name"])
                 assert task.get("no_log") is True, f"{path.relative_to(REPO)}: {task['name']!r} lacks no_log: true"
     assert {"Read the cluster's munge key on the control node", "Install the cluster's munge key",
-            "Create the accounting database and its user", "Render slurmdbd.conf (holds the database password)"
-            } <= set(checked)
+            "Create the accounting database and its user", "Render slurmdbd.conf (holds the database password)",
+            "Render the directory's SSSD domain (holds the bind password)"} <= set(checked)

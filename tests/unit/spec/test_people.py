@@ -191,6 +191,20 @@ SEMANTIC = [
                                                           "base_dn": "dc=example,dc=org", "ca_file": "/etc/hostname",
                                                           "bind_dn": "cn=reader,dc=example,dc=org"}),
      "error: directory: bind_dn and bind_password_file come together"),
+    ("a directory user with an unknown account", _with("accounting.users", [{"name": "dave", "accounts": ["chem"]}]),
+     "error: accounting.users[0].accounts[0]: 'chem' is not an account of accounting.accounts; add {name: chem}"),
+    ("a directory user listed twice", _with("accounting.users", [{"name": "dave", "accounts": ["physics"]}] * 2),
+     "error: accounting.users[1].name: 'dave' is listed more than once"),
+    ("a directory user who is also a listed user", _with("accounting.users", [{"name": "alice",
+                                                                                "accounts": ["physics"]}]),
+     "error: accounting.users[0].name: 'alice' is also in users:, whose entry names their accounts"),
+    ("a directory user with a system name", _with("accounting.users", [{"name": "munge", "accounts": ["physics"]}]),
+     "error: accounting.users[0].name: 'munge' is a system or service account's name"),
+    ("a directory user repeating an account", _with("accounting.users", [{"name": "dave",
+                                                                          "accounts": ["physics", "physics"]}]),
+     "error: accounting.users[0].accounts: ['physics', 'physics'] repeats an account"),
+    ("directory users without a directory", _with("accounting.users", [{"name": "dave", "accounts": ["physics"]}]),
+     "warning: accounting.users: there is no directory, so these people need accounts on every node made some other"),
 ]
 
 
@@ -223,5 +237,28 @@ def test_a_directory_of_the_right_shape_validates(tmp_path):
     secret.write_text("x")
     data = _with("directory", {"type": "ldap", "uri": "ldaps://ldap.example.org:636", "base_dn": "dc=example,dc=org",
                                "ca_file": "/etc/hostname", "bind_dn": "cn=reader,ou=services,dc=example,dc=org",
+                               "bind_password_file": str(secret)})
+    assert _findings(tmp_path, data) == []
+
+
+@pytest.mark.parametrize("text", ["", "\n", " secret\n", "secret \n", "two\nlines\n", "tab\there", "cr\r\n",
+                                  "nul\0"])
+def test_a_bind_password_that_is_not_one_printable_line_is_refused_without_showing_it(tmp_path, text):
+    secret = tmp_path / "bind.pw"
+    secret.write_text(text)
+    data = _with("directory", {"type": "ldap", "uri": "ldaps://ldap.example.org", "base_dn": "dc=example,dc=org",
+                               "ca_file": "/etc/hostname", "bind_dn": "cn=reader,dc=example,dc=org",
+                               "bind_password_file": str(secret)})
+    rendered = [f.render() for f in semantic_findings(ClusterSpec.model_validate(data))]
+    found = [line for line in rendered if line.startswith("error: directory.bind_password_file: does not hold one")]
+    assert found and all(text.strip() not in line for line in found if text.strip()), rendered
+
+
+@pytest.mark.parametrize("text", ["secret", "secret\n", "p@ss w0rd;#=%{{ x }}$(y)"])
+def test_a_bind_password_of_one_printable_line_passes(tmp_path, text):
+    secret = tmp_path / "bind.pw"
+    secret.write_text(text)
+    data = _with("directory", {"type": "ldap", "uri": "ldaps://ldap.example.org", "base_dn": "dc=example,dc=org",
+                               "ca_file": "/etc/hostname", "bind_dn": "cn=reader,dc=example,dc=org",
                                "bind_password_file": str(secret)})
     assert _findings(tmp_path, data) == []

@@ -341,6 +341,10 @@ CASES = [
      _set("accounting", {"accounts": [{"name": "ml", "parent": "physics"}]}),
      "error: accounting.accounts[0].parent: 'physics' is not an account of accounting.accounts; name a listed "
      "account, or root"),
+    ("a directory user's unknown account",
+     _set("accounting", {"accounts": [{"name": "ml"}], "users": [{"name": "dave", "accounts": ["physics"]}]}),
+     "error: accounting.users[0].accounts[0]: 'physics' is not an account of accounting.accounts; add "
+     "{name: physics} to accounting.accounts"),
     ("homes in a system path",
      _set("homes", {"base": "/usr/home"}),
      "error: homes.base: '/usr/home' is a system path; use a folder of its own, such as /home or <mount point>/home"),
