@@ -232,12 +232,17 @@ def test_the_service_accounts_are_the_common_role_s():
     assert SERVICES == {"munge": 980, "slurm": 981}
 
 
+def _with_directory(secret: Path, uri: str = "ldaps://ldap.example.org",
+                    bind_dn: str = "cn=reader,dc=example,dc=org") -> dict:
+    """The base spec with an LDAP directory bound with the password in `secret`."""
+    return _with("directory", {"type": "ldap", "uri": uri, "base_dn": "dc=example,dc=org", "ca_file": "/etc/hostname",
+                               "bind_dn": bind_dn, "bind_password_file": str(secret)})
+
+
 def test_a_directory_of_the_right_shape_validates(tmp_path):
     secret = tmp_path / "bind.pw"
     secret.write_text("x")
-    data = _with("directory", {"type": "ldap", "uri": "ldaps://ldap.example.org:636", "base_dn": "dc=example,dc=org",
-                               "ca_file": "/etc/hostname", "bind_dn": "cn=reader,ou=services,dc=example,dc=org",
-                               "bind_password_file": str(secret)})
+    data = _with_directory(secret, uri="ldaps://ldap.example.org:636", bind_dn="cn=reader,ou=services,dc=example,dc=org")
     assert _findings(tmp_path, data) == []
 
 
@@ -246,9 +251,7 @@ def test_a_directory_of_the_right_shape_validates(tmp_path):
 def test_a_bind_password_that_is_not_one_printable_line_is_refused_without_showing_it(tmp_path, text):
     secret = tmp_path / "bind.pw"
     secret.write_text(text)
-    data = _with("directory", {"type": "ldap", "uri": "ldaps://ldap.example.org", "base_dn": "dc=example,dc=org",
-                               "ca_file": "/etc/hostname", "bind_dn": "cn=reader,dc=example,dc=org",
-                               "bind_password_file": str(secret)})
+    data = _with_directory(secret)
     rendered = [f.render() for f in semantic_findings(ClusterSpec.model_validate(data))]
     found = [line for line in rendered if line.startswith("error: directory.bind_password_file: does not hold one")]
     assert found and all(text.strip() not in line for line in found if text.strip()), rendered
@@ -258,7 +261,5 @@ def test_a_bind_password_that_is_not_one_printable_line_is_refused_without_showi
 def test_a_bind_password_of_one_printable_line_passes(tmp_path, text):
     secret = tmp_path / "bind.pw"
     secret.write_text(text)
-    data = _with("directory", {"type": "ldap", "uri": "ldaps://ldap.example.org", "base_dn": "dc=example,dc=org",
-                               "ca_file": "/etc/hostname", "bind_dn": "cn=reader,dc=example,dc=org",
-                               "bind_password_file": str(secret)})
+    data = _with_directory(secret)
     assert _findings(tmp_path, data) == []
