@@ -61,6 +61,9 @@ def render(spec: ClusterSpec, cluster: ClusterInfo) -> dict[str, str]:
     return {"hosts.yml": render_hosts(cluster), "group_vars/all/cluster.yml": cluster_vars}
 
 
+CERTIFY_SHELL = "/usr/sbin/nologin"  # certify runs its jobs with runuser, never a login
+
+
 def people_vars(spec: ClusterSpec, cluster: ClusterInfo) -> dict:
     """The variables of the roles users, sssd, slurm_accounts and slurm from the spec's users:, homes:, directory: and
     accounting:, in a stable order, as plain data (the template writes each with its YAML filter, which tags every
@@ -68,19 +71,37 @@ def people_vars(spec: ClusterSpec, cluster: ClusterInfo) -> dict:
     its file on this machine: the inventory names the file, the sssd role reads it under no_log."""
     accounting = spec.accounting
     directory_users = [{"name": u.name, "accounts": list(u.accounts)} for u in accounting.users] if accounting else []
+    certify = _certify_people(spec)
     return {
-        "users_list": [_user(user) for user in spec.users],
+        "users_list": [_user(user) for user in spec.users] + certify["users"],
         "users_home_base": home_base(spec),
         # with a shared filesystem one node makes the homes (there, once); without, each node its own
         "users_home_host": cluster.controller.name if spec.filesystem.type != "none" else "",
         "slurm_accounting_enforce": bool(accounting and accounting.enforce),
         "slurm_accounts_enabled": spec.software.slurm.accounting,
-        "slurm_accounts_accounts": [_account(a) for a in accounting.accounts] if accounting else [],
-        "slurm_accounts_qos": [_qos(q) for q in accounting.qos] if accounting else [],
+        "slurm_accounts_accounts": ([_account(a) for a in accounting.accounts] if accounting else [])
+        + certify["accounts"],
+        "slurm_accounts_qos": ([_qos(q) for q in accounting.qos] if accounting else []) + certify["qos"],
         "slurm_accounts_users": [{"name": u.name, "accounts": list(u.accounts)} for u in spec.users if u.accounts]
-        + directory_users,
+        + directory_users + certify["associations"],
+        "certify_user": spec.certify.user.name if spec.certify.user else "",
         **_directory(spec.directory, home_base(spec)),
     }
+
+
+def _certify_people(spec: ClusterSpec) -> dict[str, list[dict]]:
+    """certify.user as a person of users_list (no key, no login shell, no password: useradd leaves it locked) and, with Slurm's accounting, an account and a QoS of its own, without limits, named like it."""
+    user = spec.certify.user
+    if user is None:
+        return {"users": [], "accounts": [], "qos": [], "associations": []}
+    entry = {"name": user.name, "uid": user.uid, "groups": [], "shell": CERTIFY_SHELL, "ssh_public_keys": []}
+    if not spec.software.slurm.accounting:
+        return {"users": [entry], "accounts": [], "qos": [], "associations": []}
+    return {"users": [entry],
+            "accounts": [{"name": user.name, "parent": "root", "fairshare": 1, "max_jobs": None, "grp_tres": {},
+                          "qos": [user.name]}],
+            "qos": [{"name": user.name, "priority": 0, "max_jobs_per_user": None, "max_wall_minutes": None}],
+            "associations": [{"name": user.name, "accounts": [user.name]}]}
 
 
 def _directory(directory: Directory | None, homes: str) -> dict:

@@ -127,6 +127,9 @@ ENTRIES: tuple[Check, ...] = (
     Check("slurm.sbatch", "cluster", None, "a batch job reached COMPLETED in the accounting database", "COMPLETED"),
     _node("slurm.node_definition", None, "the controller's view (CPUs, memory, GPU gres) claims no more than the "
           "node has", "what the node reports (slurmd -C, NVML or /dev/nvidiaN)"),
+    _node("slurm.user_job", None, "a job of certify's own user runs on the node as that user: its uid resolves, "
+          "its home is there and writable, /tmp is writable (the user-shaped checks run as it)",
+          "runs as certify.user"),
     _node("slurm.node_resources", "CPUs", "a job asking for the whole node runs", "every CPU, 90 % of RealMemory"),
     _node("slurm.gres", "GPUs", "a job asking for all the node's GPUs sees each once", f"{SPEC}: gpu.count"),
     _node("slurm.gres_single", "GPUs", "a one-GPU job sees exactly one GPU", "1 GPU"),

@@ -9,7 +9,7 @@ from pydantic import Field, StrictBool, field_validator
 from provision import hostlist
 from provision.limits import MAX_NODE_GROUPS, MAX_NODES_PER_CLUSTER, MAX_NODES_PER_GROUP, clip
 from provision.providers import registry
-from provision.spec.people import MAX_USERS, Accounting, Directory, Homes, User
+from provision.spec.people import MAX_USERS, Accounting, CertifyUser, Directory, Homes, User
 from provision.spec.section import StrictModel
 from provision.spec.slurm_config import ALLOWED as SLURM_PARAMETERS, SlurmParameter, SlurmValue
 from provision.spec.shapes import (Addresses, AptComponent, AptSuite, DebianVersion, Fingerprint, HostName, Hostlist,
@@ -181,6 +181,7 @@ class Certify(StrictModel):
     """How deep certification goes at the end of `up`."""
 
     level: Literal["quick", "standard", "full"] = "quick"
+    user: CertifyUser | None = Field(CertifyUser(), description="who runs the user-shaped jobs; null: root")
 
 
 class Health(StrictModel):

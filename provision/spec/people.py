@@ -132,6 +132,15 @@ LdapUri = Annotated[str, AfterValidator(ldap_uri)]
 _Id = Annotated[int, Field(ge=0, le=UID_MAX)]
 
 
+class CertifyUser(StrictModel):
+    """The user certify runs its user-shaped jobs as: made on every node like the people of `users:` (a home where
+    theirs are), with no password, no key and no login shell, and (with Slurm's accounting) an account and a QoS of
+    its own named like it."""
+
+    name: UserName = "gp-certify"
+    uid: _Id = Field(59990, description="its uid and gid, the same on every node")
+
+
 class User(StrictModel):
     """A person: the same POSIX account (uid, gid, groups, shell, keys) on every node, and Slurm associations."""
 

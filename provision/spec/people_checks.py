@@ -113,6 +113,35 @@ def _collision(where: str, what: str, value: int, user: str, seen: dict[int, str
     return found
 
 
+def check_certify_user(spec: ClusterSpec) -> list[Finding]:
+    """certify.user: a name no person, system or service account has, an id of its own outside the system range, and
+    (with accounting:) no account or QoS already named like it (certify makes both under its name)."""
+    user = spec.certify.user
+    if user is None:
+        return []
+    out = []
+    where = "certify.user"
+    services = service_accounts()
+    if user.name in SYSTEM_NAMES or user.name in services or user.name in {u.name for u in spec.users}:
+        out.append(Finding("error", f"{where}.name", f"'{user.name}' is already a person's, system or service "
+                           "account's name", "give certify's user a name of its own, e.g. gp-certify"))
+    out += _id_findings(where, user.uid, "uid")
+    taken = {uid: name for name, uid in services.items()}
+    for person in spec.users:
+        taken.setdefault(person.uid, person.name)
+        taken.setdefault(person.group_id, person.name)
+    if user.uid in taken:
+        out.append(Finding("error", f"{where}.uid", f"{user.uid} is already the uid or gid of '{taken[user.uid]}' "
+                           "(certify's user's gid is its uid)", "give certify's user an id of its own, e.g. 59990"))
+    if spec.accounting is not None:
+        for kind, names in (("account", [a.name for a in spec.accounting.accounts]),
+                            ("QoS", [q.name for q in spec.accounting.qos])):
+            if user.name in names:
+                out.append(Finding("error", f"{where}.name", f"'{user.name}' is also a {kind} of accounting: certify "
+                                   f"makes a {kind} of that name for its user", "name certify's user otherwise"))
+    return out
+
+
 def check_user_accounts(spec: ClusterSpec) -> list[Finding]:
     """Every account a user names exists in accounting.accounts; with enforcement, a user without one is warned."""
     known = {account.name for account in spec.accounting.accounts} if spec.accounting else set()

@@ -341,7 +341,7 @@ VALIDATORS: tuple[Validator, ...] = (
     os_checks.check_os, os_checks.check_sandbox_os, reserved.check_reserved_names,
     people_checks.check_users, people_checks.check_user_accounts, people_checks.check_accounting,
     people_checks.check_directory_users, people_checks.check_homes, people_checks.check_directory,
-    people_checks.check_login_nodes,
+    people_checks.check_login_nodes, people_checks.check_certify_user,
 )
 
 
@@ -361,6 +361,7 @@ READS: dict[Validator, tuple[str, ...]] = {
     people_checks.check_directory_users: ("accounting", "users", "directory"),
     people_checks.check_homes: ("homes", "filesystem", "users"), people_checks.check_directory: ("directory",),
     people_checks.check_login_nodes: ("users", "directory", "node_groups"),
+    people_checks.check_certify_user: ("certify", "users", "accounting"),
 }
 
 

@@ -28,7 +28,8 @@ from test_deploy_faults import faults_target
 pytestmark = pytest.mark.e2e
 
 QUICK_LIMIT_S = 60
-SLOW_RATE = "20mbit"  # the sandbox certify paces iperf3 at 1 Gb/s: this is 2 % of a healthy link
+SLOW_RATE = "20mbit"
+CERTIFY_USER = "gp-certify"  # certify.user's default: the e2e spec names none  # the sandbox certify paces iperf3 at 1 Gb/s: this is 2 % of a healthy link
 
 
 def certify(cluster, *args: str) -> tuple[int, dict]:
@@ -120,6 +121,15 @@ def test_quick_passes_five_runs_in_a_row_with_gpu_checks_not_applicable(slurm_cl
     users = {c["check"] for c in checks(doc) if c["check"].startswith(("mpi.", "config.", "slurm.node_"))}
     assert users == {"mpi.start", "mpi.allreduce", "config.files", "config.packages", "slurm.node_definition",
                      "slurm.node_resources", "slurm.node_state"}
+    as_user = {c["node"]: c for c in checks(doc) if c["check"] == "slurm.user_job"}
+    assert sorted(as_user) == sorted(slurm_cluster.compute)
+    assert all(c["verdict"] == "pass" and c["detail"].startswith(f"ran as {CERTIFY_USER} (uid 59990) in account "
+                                                                 f"{CERTIFY_USER}") for c in as_user.values()), as_user
+    jobs = slurm_cluster.ssh(slurm_cluster.controller, f"sacct -X -n -P -u {CERTIFY_USER} -S now-30minutes "
+                                                       "-o JobName,Account,User").stdout.split()
+    for kind in ("user", "whole-node", "mpi", "sbatch"):
+        assert any(j.startswith(f"certify-{kind}-") for j in jobs), (kind, jobs)
+    assert {tuple(j.split("|")[1:]) for j in jobs} == {(CERTIFY_USER, CERTIFY_USER)}, jobs
     mpi = next(c for c in doc["checks"] if c["check"] == "mpi.allreduce")
     report(capsys, f"MPI job: {mpi['detail']}")
     report(capsys, f"quick on {len(matrix['nodes'])} nodes, 5 runs: {', '.join(f'{d:.1f}' for d in durations)} s; "
@@ -280,6 +290,23 @@ def test_a_node_where_mpi_cannot_start_fails_mpi_on_that_node(slurm_cluster):
     assert start == {**{n: "pass" for n in slurm_cluster.compute}, victim: "fail"}
     allreduce = next(c for c in doc["checks"] if c["check"] == "mpi.allreduce")
     assert f"alone, MPI does not start on {victim}" in allreduce["detail"]
+    wait_healthy(slurm_cluster)
+
+
+def test_a_node_where_certifys_user_is_missing_fails_that_node_named(slurm_cluster):
+    victim = slurm_cluster.compute[-1]
+    slurm_cluster.ssh(victim, f"cp -p /etc/passwd /root/passwd.certify && sed -i '/^{CERTIFY_USER}:/d' /etc/passwd")
+    try:
+        rc, doc = certify(slurm_cluster)
+    finally:
+        slurm_cluster.ssh(victim, "cp -p /root/passwd.certify /etc/passwd && rm /root/passwd.certify")
+    assert rc == 1 and failed(doc) == {(victim, "slurm.user_job")}, failed(doc)
+    detail = next(c["detail"] for c in checks(doc, victim) if c["check"] == "slurm.user_job")
+    assert "uid 59990 does not resolve on this node" in detail or "did not run here" in detail, detail
+    # the user-shaped jobs ran on the other nodes as certify's user, and passed there
+    others = [n for n in slurm_cluster.compute if n != victim]
+    ran = {c["node"] for c in checks(doc) if c["check"] == "mpi.start" and c["verdict"] == "pass"}
+    assert ran == set(others), ran
     wait_healthy(slurm_cluster)
 
 

@@ -56,8 +56,8 @@ def with_peers(run: Session, fleet: Fleet, targets: list[str]) -> list[CheckResu
     with flexible(run, fleet) as refused:
         if refused:
             return not_run(targets, refused)
-        one = user_jobs.mpi_step(targets + peers, 1, MPI_CHECK, run.job("mpi-peers"), user_steps.reservation_env(run),
-                                 (f"--immediate={PEER_WAIT_S}",))
+        one = run.as_user(user_jobs.mpi_step(targets + peers, 1, MPI_CHECK, run.job("mpi-peers"),
+                                             user_steps.reservation_env(run), (f"--immediate={PEER_WAIT_S}",)))
         run.progress(f"MPI job with the peers: {names(targets)} and {names(peers)}, one rank a node")
         output, _, seconds = step(run, fleet, one)
         if user_jobs.busy(output):

@@ -144,10 +144,11 @@ def collect(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions,
             answered = _probe(run, fleet, eligible)
             user_steps.definitions(run, fleet, answered)
             _fs_verify(run, fleet, answered)
-            user_steps.whole_nodes(run, fleet, answered)
-            (peer_mpi.mpi if run.scope.partial else user_steps.mpi)(run, fleet, answered)
-            _sbatch_and_network(run, fleet, answered)
-            _gpu_jobs(run, fleet, answered)
+            usable = user_steps.user_job(run, fleet, answered)  # where certify's user runs: the user-shaped steps
+            user_steps.whole_nodes(run, fleet, usable)
+            (peer_mpi.mpi if run.scope.partial else user_steps.mpi)(run, fleet, usable)
+            _sbatch_and_network(run, fleet, usable)
+            _gpu_jobs(run, fleet, usable)
         finally:
             _cleanup(run, fleet)
     return assemble(cluster=cluster.name, level=options.level, nodes=judged.nodes, probes=run.probes,
@@ -293,7 +294,7 @@ def _sbatch_and_network(run: Session, fleet: Fleet, answered: list[str]) -> None
 
 def _sbatch(run: Session, fleet: Fleet, nodes: list[str]) -> CheckResult:
     started = time.monotonic()
-    submitted = fleet.run(run.controller, slurm_checks.sbatch_command(nodes, run.job("sbatch")), 30)
+    submitted = fleet.run(run.controller, slurm_checks.sbatch_command(nodes, run.job("sbatch"), run.user), 30)
     job = submitted.stdout.strip().split(";")[0]
     if not submitted.ok or not job.isdigit():
         return slurm_checks.sbatch_check(None, None, submitted.error or submitted.stderr.strip())
@@ -340,22 +341,23 @@ def _gpu_jobs(run: Session, fleet: Fleet, answered: list[str]) -> None:
     if not gpu_nodes:
         return
     names = [n.name for n in gpu_nodes]
-    for one in gpu_jobs.gres_steps(gpu_nodes, run.job("gres")):
+    for one in map(run.as_user, gpu_jobs.gres_steps(gpu_nodes, run.job("gres"))):
         output, _, _ = step(run, fleet, one)
         run.checks += gpu_jobs.gres_checks(one, output)
-    single = gpu_jobs.gres_single_step(names, run.job("gres-single"))
+    single = run.as_user(gpu_jobs.gres_single_step(names, run.job("gres-single")))
     output, _, _ = step(run, fleet, single)
     run.checks += gpu_jobs.gres_checks(single, output, "slurm.gres_single")
     if level == "quick":
         return
     run.progress(f"nccl-tests all_reduce_perf on {len(names)} nodes")
-    for one in gpu_jobs.node_nccl_steps(gpu_nodes, level, run.job("nccl-node"), run.options.nccl_tests):
+    for one in map(run.as_user, gpu_jobs.node_nccl_steps(gpu_nodes, level, run.job("nccl-node"),
+                                                          run.options.nccl_tests)):
         output, _, _ = step(run, fleet, one)
         run.nccl += gpu_jobs.node_nccl_jobs(output, list(one.nodes))
     gpus = min(n.gpu_count for n in gpu_nodes)  # one rank per GPU: every node takes the same number of ranks
     if len(names) >= 2:
-        output, outcome, _ = step(run, fleet, gpu_jobs.cluster_nccl_step(names, gpus, level, run.job("nccl-all"),
-                                                                           run.options.nccl_tests))
+        output, outcome, _ = step(run, fleet, run.as_user(gpu_jobs.cluster_nccl_step(
+            names, gpus, level, run.job("nccl-all"), run.options.nccl_tests)))
         run.nccl.append(gpu_jobs.cluster_nccl_job(outcome.rc, outcome.stdout, output, names))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 from provision.certify.control import srun
@@ -77,6 +77,15 @@ class Session:
 
     def job(self, what: str) -> str:
         return f"certify-{what}-{self.run_id}"
+
+    @property
+    def user(self) -> str | None:
+        """Who the user-shaped steps run as: certify.user of the spec, or root (None)."""
+        return self.spec.certify.user.name if self.spec.certify.user else None
+
+    def as_user(self, one: srun.Step) -> srun.Step:
+        """A user-shaped step, submitted as certify's user where the spec has one."""
+        return replace(one, user=self.user) if self.user else one
 
 
 def step(run: Session, fleet: Fleet, one: srun.Step) -> tuple[srun.StepOutput, Outcome, float]:

@@ -179,10 +179,12 @@ def srun_all_check(nodes: Sequence[str], answered: Sequence[str], seconds: float
                        detail=(f"no answer from {', '.join(missing)}" if missing else f"every node answered{took}"))
 
 
-def sbatch_command(nodes: Sequence[str], job_name: str) -> str:
-    """Submit a batch job across the given nodes whose steps run hostname; prints the job id."""
-    return (f"sbatch --parsable -N{len(nodes)} -w {','.join(nodes)} --job-name={job_name} --time=2 "
-            f"-o /dev/null --wrap 'srun hostname'")
+def sbatch_command(nodes: Sequence[str], job_name: str, user: str | None = None) -> str:
+    """Submit a batch job across the given nodes whose steps run hostname; prints the job id. As `user` (runuser from
+    root's session) when one is named, starting in /tmp (root's working directory is not theirs)."""
+    command = (f"sbatch --parsable -N{len(nodes)} -w {','.join(nodes)} --job-name={job_name} --time=2 "
+               f"-o /dev/null{' --chdir=/tmp' if user else ''} --wrap 'srun hostname'")
+    return f"runuser -u {shlex.quote(user)} -- {command}" if user else command
 
 
 def sacct_command(job_id: str) -> str:

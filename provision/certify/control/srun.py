@@ -39,18 +39,24 @@ class Step:
     env: tuple[tuple[str, str], ...] = ()  # exported to the tasks
     extra: tuple[str, ...] = ()  # further srun options, e.g. ("--mpi=pmix",)
     kill_on_bad_exit: bool = False  # a task that fails ends every task of the step (an MPI job cannot finish then)
+    user: str | None = None  # submitted as this user (runuser from root's session), not root
 
     def shell(self) -> str:
-        """The command line to run on the controller (srun under `timeout`)."""
+        """The command line to run on the controller (srun under `timeout`, as `user` when one is named: its tasks
+        start in /tmp, since root's working directory is not theirs to enter)."""
         task = f"echo {NODE_MARK}$SLURMD_NODENAME; exec {self.command}"
         argv = ["timeout", "-k", str(KILL_AFTER_S), str(self.timeout_s), "srun", f"-N{len(self.nodes)}",
                 f"--ntasks-per-node={self.ntasks_per_node}", "-w", ",".join(self.nodes), "--label",
                 f"--job-name={self.job_name}", f"--kill-on-bad-exit={int(self.kill_on_bad_exit)}", *self.extra]
         if self.gres:
             argv.append(f"--gres={self.gres}")
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env)
-        prefix = f"env {env} " if env else ""
-        return prefix + " ".join(shlex.quote(a) for a in argv) + " bash -c " + shlex.quote(task)
+        if self.user:
+            argv.append("--chdir=/tmp")
+        env = [f"{k}={v}" for k, v in self.env]
+        argv = (["env", *env] if env else []) + argv
+        if self.user:
+            argv = ["runuser", "-u", self.user, "--", *argv]
+        return " ".join(shlex.quote(a) for a in argv) + " bash -c " + shlex.quote(task)
 
 
 @dataclass

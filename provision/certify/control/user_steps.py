@@ -2,7 +2,7 @@
 of the nodes against their hardware, the whole-node jobs, the MPI job, and configuration consistency."""
 from __future__ import annotations
 
-from provision.certify.control import consistency, node_definition, srun, user_jobs
+from provision.certify.control import as_user, consistency, node_definition, srun, user_jobs
 from provision.certify.control.fleet import Fleet
 from provision.certify.control.session import MPI_CHECK, Session, step
 from provision.certify.control.slurm_checks import parse_fields
@@ -34,9 +34,22 @@ def definitions(run: Session, fleet: Fleet, answered: list[str]) -> None:
                                                 found, where))
 
 
+def user_job(run: Session, fleet: Fleet, answered: list[str]) -> list[str]:
+    """slurm.user_job on every node that took the probe, as certify's user; returns where it passed (every node
+    that took the probe when the spec names no user: the checks then run as root)."""
+    if not run.user or not answered:
+        return answered
+    one = as_user.step(answered, run.user, run.job("user"), reservation_env(run))
+    run.progress(f"a job of {run.user} on {len(answered)} nodes: uid, home and /tmp")
+    output, _, _ = step(run, fleet, one)
+    found = as_user.checks(one, output)
+    run.checks += found
+    return as_user.passed(found)
+
+
 def whole_nodes(run: Session, fleet: Fleet, answered: list[str]) -> None:
     """slurm.node_resources: each node asked for whole, as users size their jobs."""
-    for one in user_jobs.whole_node_steps(answered, run.view, run.job("whole-node")):
+    for one in map(run.as_user, user_jobs.whole_node_steps(answered, run.view, run.job("whole-node"))):
         run.progress(f"whole-node job on {len(one.nodes)} nodes ({one.extra[1]}, {one.extra[2]})")
         output, _, _ = step(run, fleet, one)
         run.checks += user_jobs.whole_node_checks(one, output)
@@ -48,7 +61,7 @@ def mpi(run: Session, fleet: Fleet, answered: list[str]) -> None:
         return
     cpus = [run.view[n].cpus for n in answered if n in run.view and run.view[n].cpus]
     per_node = RANKS_PER_NODE if cpus and min(cpus) >= RANKS_PER_NODE else 1
-    one = user_jobs.mpi_step(answered, per_node, MPI_CHECK, run.job("mpi"), reservation_env(run))
+    one = run.as_user(user_jobs.mpi_step(answered, per_node, MPI_CHECK, run.job("mpi"), reservation_env(run)))
     run.progress(f"MPI job: {len(answered) * per_node} ranks on {len(answered)} nodes (srun --mpi=pmix)")
     output, _, seconds = step(run, fleet, one)
     alone, first_failure = None, None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 
 import pytest
 
@@ -63,6 +64,9 @@ class FakeSandbox(Fleet):
         if name not in self.clients:
             return Outcome(name, None, error=self.unreachable.get(name, "not connected"))
         self.log.append((name, command))
+        if command.startswith("runuser -u "):  # submitted as certify's user: the same command without the prefix
+            self.users = getattr(self, "users", []) + [shlex.split(command)[2]]
+            command = command.split(" -- ", 1)[1]
         if command == "munge -n":
             return Outcome(name, 0, "MUNGE:fake-credential:\n")
         if "iperf3 -s" in command:
@@ -116,6 +120,8 @@ class FakeSandbox(Fleet):
                                             for t, n in enumerate(nodes)))
         if "--mpi=pmix" in argv:
             return self._mpi(name, nodes)
+        if "user_check=" in command:
+            return self._user_check(name, nodes, shlex.split(argv[-1])[-1])
         for task, node in enumerate(nodes):
             if node in self.faults.get("launch_fails", ()):
                 err.append(f"srun: error: Task launch for StepId=7.0 failed on node {node}: "
@@ -126,6 +132,17 @@ class FakeSandbox(Fleet):
             out += [f"{task}: {NODE_MARK}{node}", f"{task}: {json.dumps(doc.to_dict())}"]
         return Outcome(name, 1 if err else 0, "\n".join(out) + "\n", "\n".join(err) + "\n")
 
+
+    def _user_check(self, name, nodes, script):
+        """The real check script, run here as this test's user; user_gone: the node has no such uid (`id -un`
+        fails there, as on a node where the user was never made)."""
+        out = []
+        for task, node in enumerate(nodes):
+            gone = "id() { if [ \"$1\" = -u ]; then echo 59990; else return 1; fi; }\n" \
+                if node in self.faults.get("user_gone", ()) else ""
+            done = subprocess.run(["sh", "-c", gone + script], capture_output=True, text=True, timeout=30)
+            out += [f"{task}: {NODE_MARK}{node}"] + [f"{task}: {line}" for line in done.stdout.splitlines()]
+        return Outcome(name, 0, "\n".join(out) + "\n")
 
     def _mpi(self, name, nodes):
         """A rank that cannot start aborts the whole step (PMIx): its node exits 127, the others are cancelled.
@@ -179,9 +196,13 @@ def test_healthy_cluster_passes_with_gpu_checks_not_applicable(sandbox):
     result = runner.certify(SPEC, CLUSTER, runner.CertifyOptions())
     report = result.report
     assert report.verdict == "pass" and failures(report) == set()
-    # probe, the fs cross-check, the whole-node job, the MPI job
-    assert srun_nodes(sandbox.log) == ["node01,store01,store02"] * 4
-    whole, mpi = [shlex.split(c) for _, c in sandbox.log if " srun " in c and not c.startswith("sbatch")][2:]
+    # probe, the fs cross-check, the user's job, the whole-node job, the MPI job
+    assert srun_nodes(sandbox.log) == ["node01,store01,store02"] * 5
+    user, whole, mpi = [shlex.split(c) for _, c in sandbox.log if " srun " in c and " sbatch " not in c][2:]
+    assert [s[:4] for s in (user, whole, mpi)] == [["runuser", "-u", "gp-certify", "--"]] * 3
+    assert all("--chdir=/tmp" in s for s in (user, whole, mpi))
+    probe, verify = [shlex.split(c) for _, c in sandbox.log if " srun " in c][:2]
+    assert probe[0] == verify[0] == "timeout"  # the probe and the filesystem's cross-check stay root's
     assert {"--exclusive", "--cpus-per-task=2", "--mem=20610M"} <= set(whole)
     assert "--mpi=pmix" in mpi and "--ntasks-per-node=2" in mpi
     by_node = {n.name: {c.check: c.verdict for c in n.checks} for n in report.nodes}
@@ -200,6 +221,30 @@ def test_healthy_cluster_passes_with_gpu_checks_not_applicable(sandbox):
     assert report.network.nodes == tuple(ROLES) and report.network.tool == "iperf3"
     assert any("kill 4242" in c for _, c in sandbox.log)
     assert report.spec_digest == digest.of_spec(SPEC) and report.tool_version
+
+
+def test_a_node_where_certifys_user_does_not_resolve_fails_named_and_the_users_jobs_run_on_the_others(sandbox):
+    sandbox.faults = {"user_gone": {"store01"}}
+    report = runner.collect(SPEC, CLUSTER, runner.CertifyOptions())
+    assert failures(report) == {("store01", "slurm.user_job")}
+    user_job = {c.node: c for c in report.all_checks() if c.check == "slurm.user_job"}
+    assert "uid 59990 does not resolve on this node" in user_job["store01"].detail
+    assert user_job["node01"].verdict == "pass" and user_job["node01"].detail.startswith("ran as ")
+    # the probe and the user check reach every node, the whole-node and MPI jobs only those where the user runs
+    assert srun_nodes(sandbox.log) == ["node01,store01,store02"] * 3 + ["node01,store02"] * 2
+    sbatch = next(c for _, c in sandbox.log if " sbatch " in f" {c}")
+    assert shlex.split(sbatch)[:4] == ["runuser", "-u", "gp-certify", "--"] and "-w node01,store02" in sbatch
+    by_node = {n.name: {c.check for c in n.checks} for n in report.nodes}
+    assert "mpi.start" not in by_node["store01"] and "mpi.start" in by_node["node01"]
+
+
+def test_without_certifys_user_every_step_runs_as_root(sandbox):
+    spec = SPEC.model_copy(update={"certify": SPEC.certify.model_copy(update={"user": None})})
+    report = runner.collect(spec, CLUSTER, runner.CertifyOptions())
+    assert failures(report) == set()
+    assert not any("runuser" in c for _, c in sandbox.log)
+    assert not any(c.check == "slurm.user_job" for c in report.all_checks())
+    assert srun_nodes(sandbox.log) == ["node01,store01,store02"] * 4
 
 
 @pytest.mark.parametrize("fault, node, checks", [

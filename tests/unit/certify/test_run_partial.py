@@ -133,7 +133,8 @@ def test_a_peer_that_cannot_run_mpi_warns_and_the_new_node_is_judged_by_its_runs
     assert "node01 fails with another peer too: not this node's fault" in peers.detail
     launches = [s[s.index("-w") + 1] for s in mpi_launches(sandbox.log)]
     assert launches == ["store02", "store02,store01,node01", "store02,store01", "store02,node01", "node01,store01"]
-    assert all(s[0] == "env" and s[1] == f"SLURM_RESERVATION={HOLD}" for s in mpi_launches(sandbox.log))
+    assert all(s[:6] == ["runuser", "-u", "gp-certify", "--", "env", f"SLURM_RESERVATION={HOLD}"]
+               for s in mpi_launches(sandbox.log))
 
 
 def test_a_new_node_that_cannot_run_mpi_with_its_peers_fails_it(sandbox):

@@ -348,6 +348,10 @@ CASES = [
     ("homes in a system path",
      _set("homes", {"base": "/usr/home"}),
      "error: homes.base: '/usr/home' is a system path; use a folder of its own, such as /home or <mount point>/home"),
+    ("certify's user on a person's uid",
+     lambda d: (d.update(users=[{"name": "alice", "uid": 2001}]), d.update(certify={"user": {"uid": 2001}})),
+     "error: certify.user.uid: 2001 is already the uid or gid of 'alice' (certify's user's gid is its uid); give "
+     "certify's user an id of its own, e.g. 59990"),
     ("an LDAP CA file that is missing",
      _set("directory", {"type": "ldap", "uri": "ldaps://ldap.example.org", "base_dn": "dc=example,dc=org",
                         "ca_file": "/nonexistent/ca.pem"}),
