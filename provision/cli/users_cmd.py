@@ -9,10 +9,11 @@ from provision.errors import EXIT_FAILED
 
 
 def users(spec: SpecArg, json_out: JsonOpt = False) -> None:
-    """List the people of the running cluster: each one's uid, state (active; locked: taken out of the spec, or
-    without a login shell; missing: listed but without an account; unmanaged: made by hand), shell, home, Slurm
-    accounts (the default first) and the QoS their associations allow; the spec's users first. Asks the controller
-    once. Exit 1 when it cannot say, or a listed user is missing there."""
+    """List the people of the running cluster: each one's uid, where the account comes from (local: the node's files;
+    directory: found only through SSSD), state (active; locked: taken out of the spec, or without a login shell;
+    missing: listed but without an account; unmanaged: made by hand), shell, home, Slurm accounts (the default first)
+    and the QoS their associations allow; the spec's people first (its users, then the directory's people of
+    accounting.users). Asks the controller once. Exit 1 when it cannot say, or a listed person is missing there."""
     from provision.cluster import lifecycle
     from provision.spec.loader import load_spec
 
@@ -31,9 +32,9 @@ def _print(view) -> None:
     if view.error:
         err.print(f"error: {view.error}")
         return
-    table = Table("user", "uid", "state", "spec", "accounts", "qos", "shell", "home", title="people")
+    table = Table("user", "uid", "from", "state", "spec", "accounts", "qos", "shell", "home", title="people")
     for person in view.people:
-        table.add_row(person.name, "-" if person.uid is None else str(person.uid), person.state,
+        table.add_row(person.name, "-" if person.uid is None else str(person.uid), person.source or "-", person.state,
                       "listed" if person.listed else ("dropped" if person.managed else "-"),
                       ", ".join(person.accounts) or "-", ", ".join(person.qos) or "-", person.shell or "-",
                       person.home or "-")

@@ -221,3 +221,10 @@ class ClusterSpec(StrictModel):
             raise shape_error(f"add up to {total} nodes; a cluster has at most {MAX_NODES_PER_CLUSTER}",
                               "make the cluster smaller, or split it into several clusters")
         return groups
+
+    def people_names(self) -> list[str]:
+        """The names of the spec's people: its users, then the directory's people of accounting.users (those not
+        among the users: validation refuses a name in both)."""
+        local = [user.name for user in self.users]
+        named = [user.name for user in self.accounting.users] if self.accounting else []
+        return local + [name for name in dict.fromkeys(named) if name not in local]

@@ -3,7 +3,9 @@
 It reads the accounts of people there (`getent passwd`, uid 1000 and above but nobody's), each one's expiry (from
 `getent shadow`, whose password field never leaves the node: awk prints the name and the expiry day only), the users
 role's record of the names it manages, and Slurm's associations (`sacctmgr -nP show association`, with what each
-inherits, so the QoS a user may use is the one Slurm applies) and default accounts. The spec's users are compared
+inherits, so the QoS a user may use is the one Slurm applies) and default accounts. Listing passwd does not list the
+people of a directory (SSSD does not enumerate), so each name of the spec is also looked up by name (`getent passwd --
+NAME...`, through NSS and so SSSD): a person found there only is one of the directory's. The spec's people are compared
 with that: a listed user missing on the controller, one the spec dropped (locked), one nobody listed.
 """
 from __future__ import annotations
@@ -28,7 +30,8 @@ READS = {
     "associations": "sacctmgr -nP show association format=user,account,qos,defaultqos",
     "defaults": "sacctmgr -nP show user format=user,defaultaccount",
 }
-COMMAND = "; ".join(f"echo '{MARK} {name}'; {command} 2>&1; echo \"{MARK} exit $?\"" for name, command in READS.items())
+NAMED = "named"  # the section of the names looked up one by one (command)
+NOT_FOUND = 2  # getent's status when a key is in no database: a name the node does not know, not a failed read
 TIMEOUT_S = 30.0
 FIRST_PERSON_ID = 1000
 NOBODY = 65534
@@ -41,7 +44,7 @@ class Person:
     """One person as the controller and Slurm have them, and what the spec says of them."""
 
     name: str
-    listed: bool  # in the spec's users
+    listed: bool  # in the spec: its users, or accounting.users (the directory's people)
     managed: bool  # in the users role's record (gpu-provision made the account)
     uid: int | None = None  # None: no such account on the controller
     home: str = ""
@@ -49,6 +52,7 @@ class Person:
     expired: bool = False
     accounts: tuple[str, ...] = ()  # Slurm accounts, the default first
     qos: tuple[str, ...] = ()  # the QoS their associations allow
+    source: str = ""  # local (the node's own files), directory (found only by name, through NSS: SSSD), "": neither
 
     @property
     def state(self) -> str:
@@ -75,44 +79,59 @@ class PeopleView:
         return {"people": [p.to_dict() for p in self.people], "error": self.error, "notes": list(self.notes)}
 
 
+def command(names: list[str]) -> str:
+    """The shell text run on the controller: each read of READS, then the section `named` looking up the spec's names
+    (when there are any: `getent passwd` without a key would list every account). Names are data: each is quoted, and
+    `--` ends getent's options."""
+    reads = {**READS, NAMED: "getent passwd -- " + " ".join(shlex.quote(name) for name in names)} if names else READS
+    return "; ".join(f"echo '{MARK} {name}'; {text} 2>&1; echo \"{MARK} exit $?\"" for name, text in reads.items())
+
+
 def read(cluster: ClusterInfo, listed: list[str]) -> PeopleView:
-    """Ask the controller (sudo where the SSH user is not root: shadow needs it); a view with `error` if it cannot."""
+    """Ask the controller (sudo where the SSH user is not root: shadow needs it); a view with `error` if it cannot.
+    `listed`: the spec's people by name, each also looked up through NSS (a directory's people are found so only)."""
     sudo = "" if cluster.ssh_user == "root" else "sudo -n "
     try:
-        result = run_on(cluster, cluster.controller, sudo + "sh -c " + shlex.quote(COMMAND), timeout=TIMEOUT_S)
+        result = run_on(cluster, cluster.controller, sudo + "sh -c " + shlex.quote(command(listed)), timeout=TIMEOUT_S)
     except ProvisionError as exc:
         return PeopleView(error=f"cannot ask the controller {cluster.controller.name}: {exc}")
     return parse(result.stdout, listed)
 
 
 def parse(stdout: str, listed: list[str]) -> PeopleView:
-    """The view from COMMAND's output; a section that failed is a note (Slurm's accounting may be off), not an error,
-    unless the accounts themselves could not be read."""
+    """The view from command()'s output; a section that failed is a note (Slurm's accounting may be off), not an
+    error, unless the accounts themselves could not be read. A name the lookup did not find is not a failure."""
     sections = {m[1]: (int(m[3]), m[2]) for m in _SECTION.finditer(stdout)}
     if sections.get("passwd", (1,))[0] != 0:
         return PeopleView(error="the controller did not list its accounts (getent passwd): "
                                 + _last_line(sections.get("passwd", (0, stdout))[1]))
-    notes = [f"{name}: {_last_line(text)}" for name, (rc, text) in sections.items()
-             if rc != 0 and name not in ("record", "passwd")]
-    text = {name: body for name, (rc, body) in sections.items() if rc == 0}
+    text = {name: body for name, (rc, body) in sections.items() if rc == 0 or (name, rc) == (NAMED, NOT_FOUND)}
+    notes = [f"{name}: {_last_line(body)}" for name, (rc, body) in sections.items()
+             if name not in text and name not in ("record", "passwd")]
     accounts = _accounts(_rows(text.get("associations", "")), _rows(text.get("defaults", "")))
     expired = _expired(_rows(text.get("shadow", ""), ":"), _today(text.get("now", "")))
     managed = _managed(text.get("record", ""))
-    people = _people(_rows(text["passwd"], ":"), listed, managed, expired, accounts)
-    return PeopleView(people=people, notes=tuple(notes))
+    found = _sources(_rows(text["passwd"], ":"), _rows(text.get(NAMED, ""), ":"))
+    return PeopleView(people=_people(found, listed, managed, expired, accounts), notes=tuple(notes))
 
 
-def _people(passwd: list[list[str]], listed: list[str], managed: set[str], expired: set[str],
+def _sources(passwd: list[list[str]], named: list[list[str]]) -> dict[str, tuple[list[str], str]]:
+    """name -> (its passwd row, where it comes from): local when the listing has it, directory when only the lookup by
+    name found it (SSSD's people are not listed)."""
+    found = {row[0]: (row, "directory") for row in named if len(row) >= 7 and _is_person(row[2])}
+    return found | {row[0]: (row, "local") for row in passwd if len(row) >= 7 and _is_person(row[2])}
+
+
+def _people(found: dict[str, tuple[list[str], str]], listed: list[str], managed: set[str], expired: set[str],
             accounts: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]) -> tuple[Person, ...]:
-    """Listed users first, in the spec's order, then every other person the controller or Slurm knows, by name."""
-    found = {row[0]: row for row in passwd if len(row) >= 7 and _is_person(row[2])}
+    """Listed people first, in the spec's order, then every other person the controller or Slurm knows, by name."""
     others = sorted((set(found) | managed | set(accounts)) - set(listed))
     out = []
     for name in [*listed, *others]:
-        row = found.get(name)
+        row, source = found.get(name, (None, ""))
         held, qos = accounts.get(name, ((), ()))
         out.append(Person(name, name in listed, name in managed, int(row[2]) if row else None,
-                          row[5] if row else "", row[6] if row else "", name in expired, held, qos))
+                          row[5] if row else "", row[6] if row else "", name in expired, held, qos, source))
     return tuple(out)
 
 

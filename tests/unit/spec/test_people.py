@@ -263,3 +263,12 @@ def test_a_bind_password_of_one_printable_line_passes(tmp_path, text):
     secret.write_text(text)
     data = _with_directory(secret)
     assert _findings(tmp_path, data) == []
+
+
+def test_the_spec_s_people_are_its_users_then_the_directory_s_people_of_accounting_users():
+    """`provision users` asks the controller for these names: a directory person is in accounting.users only."""
+    directory_people = [{"name": "dave", "accounts": ["physics"]}, {"name": "alice", "accounts": ["physics"]},
+                        {"name": "dave", "accounts": ["ml"]}]  # a name also in users: or twice is refused by validate
+    spec = ClusterSpec.model_validate(_with("accounting.users", directory_people))
+    assert spec.people_names() == ["alice", "bob", "dave"]
+    assert ClusterSpec.model_validate(_with("accounting", None)).people_names() == ["alice", "bob"]

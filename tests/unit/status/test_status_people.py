@@ -1,16 +1,19 @@
 """`provision users`: who has access, read from the controller's answer (tests/fixtures/people/: one recorded on the
-shared e2e cluster, one edited to a later state). The live command is run by tests/e2e/test_users.py."""
+shared e2e cluster, two edited to a later state and to a cluster with a directory). The live command is run by
+tests/e2e/test_users.py."""
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 import subprocess
 from pathlib import Path
 
-from provision.status.people import COMMAND, READS, parse
+from provision.status.people import READS, command, parse
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "people"
 LISTED = ["alice", "bob", "carol"]
+WITH_DIRECTORY = [*LISTED, "dave", "frank"]  # the users, then accounting.users (the directory's people)
 
 
 def _view(name: str, listed: list[str] = LISTED):
@@ -66,4 +69,56 @@ def test_the_shadow_read_never_carries_a_password_field(tmp_path):
     fake.chmod(stat.S_IRWXU)
     env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
     out = subprocess.run(["sh", "-c", READS["shadow"]], capture_output=True, text=True, env=env, check=True).stdout
-    assert out.split() == ["alice:1", "bob:"] and "secret" not in out and "shadow" in COMMAND
+    assert out.split() == ["alice:1", "bob:"] and "secret" not in out and READS["shadow"] in command(LISTED)
+
+
+def test_a_directory_person_is_found_by_name_and_marked_directory_the_listed_ones_local():
+    view = _view("directory.edited.txt", WITH_DIRECTORY)
+    assert view.error is None and view.notes == ()  # a name getent did not find (exit 2) is not a failed read
+    assert [(p.name, p.uid, p.source, p.state, p.listed, p.managed, p.accounts) for p in view.people] == [
+        ("alice", 2001, "local", "active", True, True, ("physics",)),
+        ("bob", 2002, "local", "active", True, True, ("ml", "physics")),
+        ("carol", 2003, "local", "active", True, True, ()),
+        ("dave", 3001, "directory", "active", True, False, ("physics",)),  # not in the listing of passwd
+        ("frank", None, "", "missing", True, False, ("physics",)),  # an association, but no one of that name
+    ]
+    dave = view.to_dict()["people"][3]
+    assert (dave["source"], dave["home"], dave["shell"]) == ("directory", "/shared/home/dave", "/bin/bash")
+
+
+def test_without_the_lookup_by_name_a_directory_person_would_read_as_missing():
+    text = (FIXTURES / "directory.edited.txt").read_text()
+    assert "\n@@ named\n" in text
+    without = parse(text[:text.index("@@ named\n")], WITH_DIRECTORY)
+    assert [(p.name, p.uid, p.source, p.state) for p in without.people][3] == ("dave", None, "", "missing")
+
+
+def test_a_person_of_the_node_s_files_not_in_the_spec_is_local():
+    people = {p.name: p for p in _view("dropped.edited.txt", ["alice", "bob"]).people}
+    assert (people["dave"].source, people["carol"].source, people["alice"].source) == ("local",) * 3
+
+
+def test_a_failed_lookup_by_name_is_a_note():
+    text = (FIXTURES / "directory.edited.txt").read_text().replace("@@ exit 2", "@@ exit 1")
+    view = parse(text, WITH_DIRECTORY)
+    assert view.notes == ("named: dave:*:3001:3001:dave:/shared/home/dave:/bin/bash",)
+    assert [(p.name, p.state) for p in view.people][3] == ("dave", "missing")
+
+
+def test_the_names_are_looked_up_only_when_there_are_some():
+    assert "@@ named" not in command([])  # `getent passwd --` without a key would list every account
+    assert "getent passwd -- alice dave 2>&1;" in command(["alice", "dave"])
+
+
+def test_a_hostile_name_reaches_getent_as_one_argument_and_runs_nothing(tmp_path):
+    hostile = "x'; touch pwned; echo \"$(touch pwned2)\" `touch pwned3` -s files #"
+    fake = tmp_path / "getent"
+    fake.write_text('#!/bin/sh\nfor a in "$@"; do printf \'%s\\n\' "$a"; done\n')
+    fake.chmod(stat.S_IRWXU)
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    text = command(["alice", hostile])
+    assert shlex.quote(hostile) in text
+    out = subprocess.run(["sh", "-c", text], capture_output=True, text=True, env=env, cwd=tmp_path).stdout
+    named = out[out.index("@@ named\n") + len("@@ named\n"):].splitlines()
+    assert named[:4] == ["passwd", "--", "alice", hostile]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["getent"]
