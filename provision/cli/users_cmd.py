@@ -11,7 +11,7 @@ from provision.errors import EXIT_FAILED
 def users(spec: SpecArg, json_out: JsonOpt = False) -> None:
     """List the people of the running cluster: each one's uid, where the account comes from (local: the node's files;
     directory: found only through SSSD), state (active; locked: taken out of the spec, or without a login shell;
-    missing: listed but without an account; unmanaged: made by hand), shell, home, Slurm accounts (the default first)
+    missing: listed but without an account; unmanaged: made by hand; certify: certify's own user), shell, home, Slurm accounts (the default first)
     and the QoS their associations allow; the spec's people first (its users, then the directory's people of
     accounting.users). Asks the controller once. Exit 1 when it cannot say, or a listed person is missing there."""
     from provision.cluster import lifecycle

@@ -110,7 +110,8 @@ def status(spec: ClusterSpec) -> ClusterStatus:
 def people(spec: ClusterSpec) -> PeopleView:
     """Who has access as the running cluster has it: each person's account and its source, state, Slurm accounts and
     QoS; the spec's people first, users then accounting.users (provision.status.people)."""
-    return read_people(current_cluster(spec), spec.people_names())
+    certify = spec.certify.user.name if spec.certify.user else None
+    return read_people(current_cluster(spec), spec.people_names(), certify)
 
 
 def write_inventory(spec: ClusterSpec, out_dir: Path) -> list[Path]:

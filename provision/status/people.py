@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from provision.errors import ProvisionError
@@ -53,12 +53,16 @@ class Person:
     accounts: tuple[str, ...] = ()  # Slurm accounts, the default first
     qos: tuple[str, ...] = ()  # the QoS their associations allow
     source: str = ""  # local (the node's own files), directory (found only by name, through NSS: SSSD), "": neither
+    certify: bool = False  # certify's own user (spec certify.user): runs certify's jobs, never logs in
 
     @property
     def state(self) -> str:
-        """active, locked (expired or without a login shell), missing (listed, no account), unmanaged."""
+        """active, locked (expired or without a login shell), missing (listed, no account), unmanaged; certify for
+        certify's own user (no login shell by design)."""
         if self.uid is None:
             return "missing"
+        if self.certify:
+            return "certify"
         if self.expired or self.shell in NO_LOGIN:
             return "locked"
         return "active" if self.managed or self.listed else "unmanaged"
@@ -87,18 +91,20 @@ def command(names: list[str]) -> str:
     return "; ".join(f"echo '{MARK} {name}'; {text} 2>&1; echo \"{MARK} exit $?\"" for name, text in reads.items())
 
 
-def read(cluster: ClusterInfo, listed: list[str]) -> PeopleView:
+def read(cluster: ClusterInfo, listed: list[str], certify: str | None = None) -> PeopleView:
     """Ask the controller (sudo where the SSH user is not root: shadow needs it); a view with `error` if it cannot.
-    `listed`: the spec's people by name, each also looked up through NSS (a directory's people are found so only)."""
+    `listed`: the spec's people by name, each also looked up through NSS (a directory's people are found so only);
+    `certify`: certify's own user, listed after them."""
+    listed = [*listed, certify] if certify else listed
     sudo = "" if cluster.ssh_user == "root" else "sudo -n "
     try:
         result = run_on(cluster, cluster.controller, sudo + "sh -c " + shlex.quote(command(listed)), timeout=TIMEOUT_S)
     except ProvisionError as exc:
         return PeopleView(error=f"cannot ask the controller {cluster.controller.name}: {exc}")
-    return parse(result.stdout, listed)
+    return parse(result.stdout, listed, certify)
 
 
-def parse(stdout: str, listed: list[str]) -> PeopleView:
+def parse(stdout: str, listed: list[str], certify: str | None = None) -> PeopleView:
     """The view from command()'s output; a section that failed is a note (Slurm's accounting may be off), not an
     error, unless the accounts themselves could not be read. A name the lookup did not find is not a failure."""
     sections = {m[1]: (int(m[3]), m[2]) for m in _SECTION.finditer(stdout)}
@@ -112,7 +118,8 @@ def parse(stdout: str, listed: list[str]) -> PeopleView:
     expired = _expired(_rows(text.get("shadow", ""), ":"), _today(text.get("now", "")))
     managed = _managed(text.get("record", ""))
     found = _sources(_rows(text["passwd"], ":"), _rows(text.get(NAMED, ""), ":"))
-    return PeopleView(people=_people(found, listed, managed, expired, accounts), notes=tuple(notes))
+    people = _people(found, listed, managed, expired, accounts)
+    return PeopleView(people=tuple(replace(p, certify=p.name == certify) for p in people), notes=tuple(notes))
 
 
 def _sources(passwd: list[list[str]], named: list[list[str]]) -> dict[str, tuple[list[str], str]]:

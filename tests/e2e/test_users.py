@@ -111,7 +111,8 @@ def test_provision_users_lists_who_has_access_as_the_cluster_has_it(slurm_cluste
     people = _people(slurm_cluster)
     assert people == {"alice": (2001, "active", True, ["physics"], ["long", "normal"]),
                       "bob": (2002, "active", True, ["ml", "physics"], ["long", "normal"]),
-                      "carol": (2003, "active", True, [], [])}, people
+                      "carol": (2003, "active", True, [], []),
+                      "gp-certify": (59990, "certify", True, ["gp-certify"], ["gp-certify"])}, people
 
 
 def _associations(cluster) -> list[str]:

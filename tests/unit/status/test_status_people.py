@@ -122,3 +122,17 @@ def test_a_hostile_name_reaches_getent_as_one_argument_and_runs_nothing(tmp_path
     named = out[out.index("@@ named\n") + len("@@ named\n"):].splitlines()
     assert named[:4] == ["passwd", "--", "alice", hostile]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["getent"]
+
+
+def test_certifys_user_is_listed_after_the_people_as_certify_not_locked():
+    text = (FIXTURES / "now.txt").read_text().replace(
+        "carol:x:2003:2003::/shared/home/carol:/bin/bash\n",
+        "carol:x:2003:2003::/shared/home/carol:/bin/bash\ngp-certify:x:59990:59990::/shared/home/gp-certify:"
+        "/usr/sbin/nologin\n", 1)
+    view = parse(text, [*LISTED, "gp-certify"], "gp-certify")
+    certify = view.people[-1]
+    assert (certify.name, certify.uid, certify.state, certify.listed) == ("gp-certify", 59990, "certify", True)
+    assert [p.state for p in view.people[:3]] == ["active"] * 3
+    assert parse(text, [*LISTED, "gp-certify"]).people[-1].state == "locked"  # nologin, were it a person
+    missing = parse((FIXTURES / "now.txt").read_text(), [*LISTED, "gp-certify"], "gp-certify").people[-1]
+    assert missing.state == "missing"  # the users role has not made it: `provision users` exits 1
