@@ -130,6 +130,10 @@ ENTRIES: tuple[Check, ...] = (
     _node("slurm.user_job", None, "a job of certify's own user runs on the node as that user: its uid resolves, "
           "its home is there and writable, /tmp is writable (the user-shaped checks run as it)",
           "runs as certify.user"),
+    _node("slurm.enforce_memory", "MiB", "a job filling four times its --mem is stopped for memory, or held below it "
+          "(n/a where Slurm does not confine jobs: cgroups off, as on the sandbox)", "stopped or held at --mem"),
+    _node("slurm.enforce_procs", None, "a process that leaves its job with setsid is gone when the job ends (n/a "
+          "where Slurm does not confine jobs)", "gone when its job ends"),
     _node("slurm.node_resources", "CPUs", "a job asking for the whole node runs", "every CPU, 90 % of RealMemory"),
     _node("slurm.gres", "GPUs", "a job asking for all the node's GPUs sees each once", f"{SPEC}: gpu.count"),
     _node("slurm.gres_single", "GPUs", "a one-GPU job sees exactly one GPU", "1 GPU"),

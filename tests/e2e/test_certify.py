@@ -121,6 +121,9 @@ def test_quick_passes_five_runs_in_a_row_with_gpu_checks_not_applicable(slurm_cl
     users = {c["check"] for c in checks(doc) if c["check"].startswith(("mpi.", "config.", "slurm.node_"))}
     assert users == {"mpi.start", "mpi.allreduce", "config.files", "config.packages", "slurm.node_definition",
                      "slurm.node_resources", "slurm.node_state"}
+    enforce = [c for c in checks(doc) if c["check"].startswith("slurm.enforce_")]  # no cgroups on the sandbox
+    assert len(enforce) == 2 * len(slurm_cluster.compute) and all(
+        c["verdict"] == "na" and "ProctrackType=proctrack/linuxproc" in c["detail"] for c in enforce), enforce
     as_user = {c["node"]: c for c in checks(doc) if c["check"] == "slurm.user_job"}
     assert sorted(as_user) == sorted(slurm_cluster.compute)
     assert all(c["verdict"] == "pass" and c["detail"].startswith(f"ran as {CERTIFY_USER} (uid 59990) in account "

@@ -146,6 +146,7 @@ def collect(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions,
             _fs_verify(run, fleet, answered)
             usable = user_steps.user_job(run, fleet, answered)  # where certify's user runs: the user-shaped steps
             user_steps.whole_nodes(run, fleet, usable)
+            user_steps.enforcement_checks(run, fleet, usable)
             (peer_mpi.mpi if run.scope.partial else user_steps.mpi)(run, fleet, usable)
             _sbatch_and_network(run, fleet, usable)
             _gpu_jobs(run, fleet, usable)

@@ -2,7 +2,7 @@
 of the nodes against their hardware, the whole-node jobs, the MPI job, and configuration consistency."""
 from __future__ import annotations
 
-from provision.certify.control import as_user, consistency, node_definition, srun, user_jobs
+from provision.certify.control import as_user, consistency, enforcement, node_definition, srun, user_jobs
 from provision.certify.control.fleet import Fleet
 from provision.certify.control.session import MPI_CHECK, Session, step
 from provision.certify.control.slurm_checks import parse_fields
@@ -53,6 +53,30 @@ def whole_nodes(run: Session, fleet: Fleet, answered: list[str]) -> None:
         run.progress(f"whole-node job on {len(one.nodes)} nodes ({one.extra[1]}, {one.extra[2]})")
         output, _, _ = step(run, fleet, one)
         run.checks += user_jobs.whole_node_checks(one, output)
+
+
+def enforcement_checks(run: Session, fleet: Fleet, usable: list[str]) -> None:
+    """slurm.enforce_memory and slurm.enforce_procs where Slurm confines jobs (n/a, saying why, where it does not)."""
+    if not usable:
+        return
+    read = fleet.run(run.controller, enforcement.CONFIG_COMMAND, 30)
+    if not read.ok:
+        run.checks += enforcement.not_applicable(usable, None, "the controller's configuration could not be read "
+                                                 f"({read.error or read.stderr.strip()[-200:]})")
+        return
+    config = enforcement.parse_config(read.stdout)
+    if not config.confined:
+        run.checks += enforcement.not_applicable(usable, config)
+        return
+    run.progress(f"enforcement: a job over its --mem and a process that leaves its job, on {len(usable)} nodes")
+    memory = run.as_user(enforcement.memory_step(usable, run.job("enforce-mem")))
+    output, _, _ = step(run, fleet, memory)
+    run.checks += enforcement.memory_checks(memory, output, config)
+    leave = run.as_user(enforcement.leave_step(usable, run.job("enforce-procs")))
+    output, _, _ = step(run, fleet, leave)
+    pids = enforcement.left_pids(leave, output)
+    answers = fleet.run_many({node: enforcement.survivor_command(pid) for node, pid in pids.items()}, timeout=30)
+    run.checks += enforcement.procs_checks(leave, pids, {n: o.stdout for n, o in answers.items()})
 
 
 def mpi(run: Session, fleet: Fleet, answered: list[str]) -> None:

@@ -20,6 +20,7 @@ from provision.certify.probe.expect import NodeExpectation
 from provision.records import ClusterInfo, NodeInfo
 from provision.spec import digest
 from provision.spec.model import ClusterSpec
+from test_enforcement import CONFINED, SANDBOX as SANDBOX_CONFIG
 
 SPEC = ClusterSpec.model_validate({
     "name": "unit", "provider": {"type": "sandbox", "subnet": "10.99.0.0/24"},
@@ -75,6 +76,10 @@ class FakeSandbox(Fleet):
             return Outcome(name, 0, json.dumps({"end": {"sum_received": {"bits_per_second": 1e9}}}))
         if "expect.json" in command and "printf" in command:
             return Outcome(name, 0, self._precheck(name, command))
+        if command == "scontrol show config":
+            return Outcome(name, 0, CONFINED if self.faults.get("confined") else SANDBOX_CONFIG)
+        if command.startswith("for i in 1 2 3 4 5; do kill -0 "):  # after the job that leaves a process
+            return Outcome(name, 0, "left=alive\n" if name in self.faults.get("procs_escape", ()) else "left=gone\n")
         if command == "scontrol show node -o":
             return Outcome(name, 0, "".join(self._definition(n) for n, roles in ROLES.items() if "compute" in roles))
         if command.startswith("scontrol ping"):
@@ -120,6 +125,15 @@ class FakeSandbox(Fleet):
                                             for t, n in enumerate(nodes)))
         if "--mpi=pmix" in argv:
             return self._mpi(name, nodes)
+        if "--mem=64M" in argv:  # over its --mem: stopped, unless the node does not enforce memory
+            kept = self.faults.get("mem_unenforced", ())
+            out = [f"{t}: {NODE_MARK}{n}\n{t}: mem=start\n" + (f"{t}: mem=survived\n{t}: rss_mib=257\n" if n in kept
+                                                                  else "") for t, n in enumerate(nodes)]
+            err = [f"srun: error: {n}: task {t}: Out Of Memory" for t, n in enumerate(nodes) if n not in kept]
+            return Outcome(name, 1 if err else 0, "".join(out), "\n".join(err) + "\n")
+        if "left_pid=" in command:
+            return Outcome(name, 0, "".join(f"{t}: {NODE_MARK}{n}\n{t}: left_pid={4100 + t}\n"
+                                            for t, n in enumerate(nodes)))
         if "user_check=" in command:
             return self._user_check(name, nodes, shlex.split(argv[-1])[-1])
         for task, node in enumerate(nodes):
@@ -236,6 +250,25 @@ def test_a_node_where_certifys_user_does_not_resolve_fails_named_and_the_users_j
     assert shlex.split(sbatch)[:4] == ["runuser", "-u", "gp-certify", "--"] and "-w node01,store02" in sbatch
     by_node = {n.name: {c.check for c in n.checks} for n in report.nodes}
     assert "mpi.start" not in by_node["store01"] and "mpi.start" in by_node["node01"]
+
+
+def test_where_slurm_confines_jobs_a_node_that_lets_memory_or_a_process_escape_fails_named(sandbox):
+    sandbox.faults = {"confined": True, "mem_unenforced": {"store01"}, "procs_escape": {"node01"}}
+    report = runner.collect(SPEC, CLUSTER, runner.CertifyOptions())
+    assert failures(report) == {("store01", "slurm.enforce_memory"), ("node01", "slurm.enforce_procs")}
+    verdicts = {(c.node, c.check): c.verdict for c in report.all_checks() if c.check.startswith("slurm.enforce_")}
+    assert verdicts == {**{(n, c): "pass" for n in ("node01", "store01", "store02")
+                           for c in ("slurm.enforce_memory", "slurm.enforce_procs")},
+                        ("store01", "slurm.enforce_memory"): "fail", ("node01", "slurm.enforce_procs"): "fail"}
+    jobs = [shlex.split(c) for _, c in sandbox.log if "--mem=64M" in c or "left_pid=" in c]
+    assert len(jobs) == 2 and all(j[:4] == ["runuser", "-u", "gp-certify", "--"] for j in jobs)
+
+
+def test_on_the_sandbox_the_enforcement_checks_are_na_naming_the_settings(sandbox):
+    report = runner.collect(SPEC, CLUSTER, runner.CertifyOptions())
+    found = [c for c in report.all_checks() if c.check.startswith("slurm.enforce_")]
+    assert len(found) == 6 and all(c.verdict == "na" and "proctrack/linuxproc" in c.detail for c in found)
+    assert not any("--mem=64M" in c for _, c in sandbox.log)
 
 
 def test_without_certifys_user_every_step_runs_as_root(sandbox):
