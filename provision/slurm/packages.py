@@ -33,6 +33,7 @@ def repository_vars(slurm: Slurm) -> dict[str, object]:
         "slurm_client_packages": list(packages.client),
         "slurm_controller_packages": list(packages.controller),
         "slurm_compute_packages": list(packages.compute),
+        "slurm_pam_adopt_packages": list(packages.pam_adopt),
         "slurm_accounting_packages": list(packages.accounting) + [
             p for p in ACCOUNTING_DATABASE_PACKAGES if p not in packages.accounting],
     })

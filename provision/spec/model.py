@@ -107,6 +107,9 @@ class SlurmPackages(StrictModel):
     compute: _PACKAGES = Field(["slurmd"], min_length=1, max_length=32, description="compute nodes")
     accounting: _PACKAGES = Field(["slurmdbd"], min_length=1, max_length=32,
                                   description="the controller, with accounting (MariaDB comes from the distribution)")
+    pam_adopt: _PACKAGES = Field(["libpam-slurm-adopt"], max_length=32,
+                                 description="pam_slurm_adopt on compute nodes; [] where the repository lacks it (then "
+                                             "people may log in to any compute node)")
 
     def every(self) -> list[str]:
         """Every package named, once, in role order."""

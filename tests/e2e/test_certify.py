@@ -207,8 +207,11 @@ def test_unmounted_shared_filesystem_fails_the_fs_checks_of_that_node(slurm_clus
     finally:
         slurm_cluster.ssh(victim, "findmnt -n /shared >/dev/null || mount /shared")
     assert rc == 1 and failed_nodes(doc) == {victim}
-    assert (victim, "fs.mount") in failed(doc)
-    assert {check for node, check in failed(doc)} <= {"fs.mount", "fs.checksum"}
+    assert {(victim, "fs.mount"), (victim, "slurm.user_job")} <= failed(doc)
+    assert {check for node, check in failed(doc)} <= {"fs.mount", "fs.checksum", "slurm.user_job"}
+    # homes are on the shared filesystem: people cannot run jobs on a node where it is not mounted
+    user_job = next(c["detail"] for c in checks(doc, victim) if c["check"] == "slurm.user_job")
+    assert user_job.startswith(f"the home /shared/home/{CERTIFY_USER} of {CERTIFY_USER} is missing here"), user_job
     wait_healthy(slurm_cluster)
 
 

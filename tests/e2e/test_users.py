@@ -48,6 +48,25 @@ def test_each_user_logs_in_to_the_login_node_with_their_own_key_only(slurm_clust
     assert wrong_key.returncode == 255 and "Permission denied" in wrong_key.stderr
 
 
+def test_a_person_logs_in_to_a_compute_node_only_while_they_have_a_job_there(slurm_cluster, e2e_user_keys):
+    node = slurm_cluster.compute[0]
+    refused = slurm_cluster.ssh_as("alice", e2e_user_keys["alice"], node, "true", check=False)
+    assert refused.returncode == 255 and "Access denied by pam_slurm_adopt" in refused.stderr, refused.stderr
+    job = _as(slurm_cluster, e2e_user_keys, "alice", f"cd && sbatch --parsable -N1 -w {node} -o /dev/null "
+                                                     "--wrap 'sleep 300'").stdout.strip()
+    try:
+        running = _until(lambda: _as(slurm_cluster, e2e_user_keys, "alice",
+                                     f"squeue -h -j {job} -o %T").stdout.strip() == "RUNNING")
+        assert running, job
+        inside = slurm_cluster.ssh_as("alice", e2e_user_keys["alice"], node, "echo $SLURM_JOB_ID; id -un")
+        assert inside.stdout.split() == [job, "alice"]  # the session joined her job
+        other = slurm_cluster.ssh_as("bob", e2e_user_keys["bob"], node, "true", check=False)
+        assert other.returncode == 255 and "Access denied by pam_slurm_adopt" in other.stderr  # her job, not his
+    finally:
+        _as(slurm_cluster, e2e_user_keys, "alice", f"scancel {job}")
+    assert slurm_cluster.ssh(node, "id -un").stdout.strip() == "root"  # root needs no job
+
+
 def test_a_users_srun_runs_as_them_on_every_compute_node(slurm_cluster, e2e_user_keys):
     nodes = slurm_cluster.compute
     out = _as(slurm_cluster, e2e_user_keys, "alice", f"srun -N{len(nodes)} sh -c 'echo $(hostname) $(id -u) $(id -g)'",

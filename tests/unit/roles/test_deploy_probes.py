@@ -13,6 +13,7 @@ differs must never read as converged.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import subprocess
@@ -77,7 +78,15 @@ SLURM_COMMON = [*_packages("slurm-client", "libpmix-dev"), *_file("/etc/slurm", 
                 *_file("/var/lib/slurm/slurmd", "41ed", "slurm", "slurm"),
                 *(line for name, sha in FILES.items() for line in _file(f"/etc/slurm/{name}", "81a4", sha1=sha)),
                 f"version\tslurm\t0\t{_text('slurm 22.05.8')}", f"boot\t{BOOT}\t{HZ}", "tcp\t0.0.0.0:22"]
-SLURM = {"node": [*SLURM_COMMON, *_packages("slurmd", status="hi "), *_service("slurmd"),
+ADOPT_ACCESS = "/etc/security/access-slurm-adopt.conf"
+ADOPT_ACCESS_TEXT = ("# Written by gpu-provision (slurm role): edits are overwritten.\n# Who may log in to this compute node "
+                     "without a job on it; pam_slurm_adopt decides for everyone else.\n+:root:ALL\n-:ALL:ALL\n")
+ADOPT_MARK = "gpu-provision (slurm role): a job on this node to log in, pam_slurm_adopt"
+PAM_SSHD = (f"@include common-auth\n@include common-account\n# BEGIN {ADOPT_MARK}\naccount sufficient pam_access.so "
+            f"accessfile={ADOPT_ACCESS}\naccount required pam_slurm_adopt.so\n# END {ADOPT_MARK}\n@include common-session\n")
+ADOPT = [*_packages("libpam-slurm-adopt"), *_file(ADOPT_ACCESS, "81a4", sha1=hashlib.sha1(ADOPT_ACCESS_TEXT.encode()).hexdigest()),
+         f"block\tpam_adopt\t{_text(PAM_SSHD)}"]
+SLURM = {"node": [*SLURM_COMMON, *ADOPT, *_packages("slurmd", status="hi "), *_service("slurmd"),
                   *_process("slurmd", 4242, WRITTEN + 60), "tcp\t[::]:6818", "end"],
          "ctl": [*SLURM_COMMON, *_packages("slurmctld", "slurmdbd", "mariadb-server"),
                  *_file("/run/mysqld/mysqld.sock", "c1ff", "mysql", "mysql"), *_service("slurmctld"),
@@ -288,6 +297,19 @@ CASES = [
      ["pool and volume"]),
     ("glusterfs_server glusterd did not answer", "node", "glusterfs_server",
      _with(GLUSTER, f"output\tpool\t0\t{_text(POOL)}", "output\tpool\t1\t"), ["pool and volume"]),
+    ("slurm pam_slurm_adopt in place", "node", "slurm", SLURM["node"], ("_slurm_pam_adopt_todo", [])),
+    ("slurm pam_slurm_adopt block absent", "node", "slurm", _without(SLURM["node"], ADOPT[-1]),
+     ("_slurm_pam_adopt_todo", ["/etc/pam.d/sshd"])),
+    ("slurm pam_slurm_adopt block edited", "node", "slurm",
+     _with(SLURM["node"], ADOPT[-1], f"block\tpam_adopt\t{_text(PAM_SSHD.replace('required pam_slurm', 'optional pam_slurm'))}"),
+     ("_slurm_pam_adopt_todo", ["/etc/pam.d/sshd"])),
+    ("slurm pam_slurm_adopt access edited", "node", "slurm",
+     _with(SLURM["node"], ADOPT[-2], f"sha1\t{ADOPT_ACCESS}\t{'e' * 40}"), ("_slurm_pam_adopt_todo", [ADOPT_ACCESS])),
+    ("slurm pam_slurm_adopt package missing", "node", "slurm", _without(SLURM["node"], ADOPT[0]),
+     ("_slurm_missing_packages", ["libpam-slurm-adopt"])),
+    ("slurm pam_slurm_adopt never on the controller", "ctl", "slurm", SLURM["ctl"], ("_slurm_pam_adopt_todo", [])),
+    ("slurm pam_slurm_adopt block taken off the controller", "ctl", "slurm",
+     [*SLURM["ctl"][:-1], ADOPT[-1], "end"], ("_slurm_pam_adopt_todo", ["/etc/pam.d/sshd"])),
     ("shared_mount converged", "node", "shared_mount", SHARED, []),
     ("shared_mount fresh node", "node", "shared_mount", ["end"], ["mount point", "fstab", "mount"]),
     ("shared_mount nothing to install", "node", "shared_mount", SHARED, ("_shared_mount_missing_packages", [])),
