@@ -90,11 +90,18 @@ def survivor_command(pid: int) -> str:
             f"echo left=alive; kill {pid}")
 
 
-def not_applicable(nodes: Sequence[str], config: Confinement | None, why: str | None = None) -> list[CheckResult]:
-    """Both checks n/a on every node: Slurm does not confine jobs here (or the configuration could not be read)."""
-    reason = why or (f"Slurm does not confine jobs here ({config.settings}): a job over its --mem and a process that "
-                     "leaves its job are not stopped (the sandbox: its nodes share this machine's kernel)")
+def not_applicable(nodes: Sequence[str], config: Confinement) -> list[CheckResult]:
+    """Both checks n/a on every node: Slurm does not confine jobs here."""
+    reason = (f"Slurm does not confine jobs here ({config.settings}): a job over its --mem and a process that leaves "
+              "its job are not stopped (the sandbox: its nodes share this machine's kernel)")
     return [CheckResult(check, "na", node=node, detail=reason)
+            for node in nodes for check in ("slurm.enforce_memory", "slurm.enforce_procs")]
+
+
+def unknown(nodes: Sequence[str], why: str) -> list[CheckResult]:
+    """Both checks a warning on every node: whether Slurm confines jobs could not be read."""
+    return [CheckResult(check, "warn", node=node, detail=f"not checked: the controller's configuration could not be "
+                                                            f"read ({why})")
             for node in nodes for check in ("slurm.enforce_memory", "slurm.enforce_procs")]
 
 

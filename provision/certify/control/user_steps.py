@@ -61,8 +61,7 @@ def enforcement_checks(run: Session, fleet: Fleet, usable: list[str]) -> None:
         return
     read = fleet.run(run.controller, enforcement.CONFIG_COMMAND, 30)
     if not read.ok:
-        run.checks += enforcement.not_applicable(usable, None, "the controller's configuration could not be read "
-                                                 f"({read.error or read.stderr.strip()[-200:]})")
+        run.checks += enforcement.unknown(usable, read.error or read.stderr.strip()[-200:] or f"exit {read.rc}")
         return
     config = enforcement.parse_config(read.stdout)
     if not config.confined:

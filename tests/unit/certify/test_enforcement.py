@@ -39,6 +39,11 @@ def test_the_sandbox_confines_nothing_and_says_which_settings():
     assert all(c.verdict == "na" and "ProctrackType=proctrack/linuxproc" in c.detail for c in checks)
 
 
+def test_an_unreadable_configuration_warns_on_every_node():
+    checks = enforcement.unknown(["a01", "a02"], "slurm_load_ctl_conf error: Unable to contact slurm controller")
+    assert len(checks) == 4 and all(c.verdict == "warn" and "Unable to contact" in c.detail for c in checks)
+
+
 def test_cgroups_on_confine_processes_and_memory():
     assert CONFINED != SANDBOX
     config = enforcement.parse_config(CONFINED)
