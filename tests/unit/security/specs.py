@@ -24,7 +24,8 @@ def bases_for(tmp_path: Path) -> dict[str, dict]:
                           "repository_suite": "bookworm", "repository_components": ["main"],
                           "version": "24.11.5-1site", "config": {"KillWait": "45", "SchedulerParameters": "bf_continue"},
                           "packages": {"client": ["slurm-smd-client"], "controller": ["slurm-smd-slurmctld"],
-                                       "compute": ["slurm-smd-slurmd"], "accounting": ["slurm-smd-slurmdbd"]}},
+                                       "compute": ["slurm-smd-slurmd"], "accounting": ["slurm-smd-slurmdbd"],
+                                       "pam_adopt": ["slurm-smd-libpam-slurm-adopt"]}},
                 "mirrors": {name: f"http://mirror.example.internal/{name}" for name in (
                     "cuda_repository", "nccl_tests_source", "efa_installer", "lustre_repository", "beegfs_repository")}}
     people = {"users": [{"name": "alice", "uid": 2001, "gid": 2001, "groups": ["video"], "shell": "/bin/bash",
@@ -38,7 +39,7 @@ def bases_for(tmp_path: Path) -> dict[str, dict]:
                             "ca_file": str(SLURM_KEY), "bind_dn": "cn=reader,dc=example,dc=org",
                             "bind_password_file": str(BIND_PASSWORD)}}
     common = {"name": "hostile", "ssh": {"user": "root", "key_path": str(key)}, "software": software, **people,
-              "certify": {"level": "quick"}, "health": {"enabled": True, "interval_s": 300, "node_state": ["ANY"]},
+              "certify": {"level": "quick", "user": {"name": "gp-certify", "uid": 59990}}, "health": {"enabled": True, "interval_s": 300, "node_state": ["ANY"]},
               "state_dir": str(tmp_path / "state")}
     compute = {"name": "gpu", "roles": ["compute"], "partition": "batch", "gpu": {"model": "H100-SXM", "count": 8},
                "interconnect": {"type": "infiniband", "nics": 8}, "os": "debian-13"}
