@@ -122,12 +122,19 @@ def roll(spec: ClusterSpec, cluster: ClusterInfo, options: RollOptions, on_updat
     return result
 
 
+def hold_users(spec: ClusterSpec, cluster: ClusterInfo) -> str:
+    """Who may run jobs in the hold reservation: root, the SSH user, and certify's own user (its jobs certify the
+    batch; the limited deploy never reaches the controller's certify role, which admits it on a full one)."""
+    certify = [spec.certify.user.name] if spec.certify.user else []
+    return ",".join(dict.fromkeys(["root", cluster.ssh_user, *certify]))
+
+
 def _one_batch(spec: ClusterSpec, cluster: ClusterInfo, runner: admin.Runner, index: int, batch: list[str],
                options: RollOptions, on_update: OnUpdate | None, progress: Progress) -> BatchOutcome:
     """Hold, wait, deploy, certify, release one batch."""
     names = hostlist.compress(batch)
     progress(f"batch {index}: holding {names} (no new jobs there) and waiting for their jobs")
-    admin.hold(runner, batch, users=",".join(dict.fromkeys(["root", cluster.ssh_user])))
+    admin.hold(runner, batch, users=hold_users(spec, cluster))
     converge.remember_held(ClusterState.for_spec(spec), batch)
     try:
         admin.wait_for_jobs(runner, batch, options.drain_timeout_s, options.force, progress,

@@ -123,25 +123,34 @@ def held_nodes(run: Runner) -> list[str]:
 
 def reservation_nodes(text: str) -> list[str]:
     """The nodes of a reservation as `scontrol -o show reservation` prints it (empty when it has none)."""
-    for field in text.split():
-        if field.startswith("Nodes="):
-            value = field.split("=", 1)[1]
-            return hostlist.expand(value) if value and value != "(null)" else []
-    return []
+    value = _reservation_field(text, "Nodes")
+    return hostlist.expand(value) if value and value != "(null)" else []
+
+
+def _reservation_field(text: str, name: str) -> str:
+    """One field of `scontrol -o show reservation` (empty when it is not there)."""
+    return next((field.split("=", 1)[1] for field in text.split() if field.startswith(f"{name}=")), "")
 
 
 def hold(run: Runner, names: Sequence[str], users: str = "root") -> None:
     """Put nodes in the hold reservation (made when there is none): no new user job starts there, running jobs go
-    on (IGNORE_JOBS), root and `users` can run jobs inside it (certify)."""
-    held = held_nodes(run)
-    wanted = sorted(set(held) | set(names))
-    if not held and run(f"scontrol -o show reservation {HOLD_RESERVATION}").rc != 0:
+    on (IGNORE_JOBS), root and `users` can run jobs inside it (certify); `users` missing from a reservation made
+    earlier are added to it."""
+    shown = run(f"scontrol -o show reservation {HOLD_RESERVATION}")
+    if shown.rc != 0:
         _checked(run, f"scontrol create reservation ReservationName={HOLD_RESERVATION} "
-                      f"Nodes={shlex.quote(hostlist.compress(wanted))} StartTime=now Duration=infinite "
+                      f"Nodes={shlex.quote(hostlist.compress(sorted(set(names))))} StartTime=now Duration=infinite "
                       f"Users={shlex.quote(users)} Flags=MAINT,IGNORE_JOBS")
-    elif wanted != sorted(held):
+        return
+    held = reservation_nodes(shown.stdout)
+    wanted = sorted(set(held) | set(names))
+    if wanted != sorted(held):
         _checked(run, f"scontrol update ReservationName={HOLD_RESERVATION} "
                       f"Nodes={shlex.quote(hostlist.compress(wanted))}")
+    admitted = _reservation_field(shown.stdout, "Users").split(",")
+    missing = [user for user in users.split(",") if user and user not in admitted]
+    if missing:
+        _checked(run, f"scontrol update ReservationName={HOLD_RESERVATION} Users+={shlex.quote(','.join(missing))}")
 
 
 def node_reasons(run: Runner, names: Sequence[str]) -> dict[str, tuple[str, str]]:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from provision.cluster import rolling
 from provision.cluster.rolling import BatchOutcome, RollResult, batch_size, plan_batches
 from provision.errors import EXIT_BAD_INPUT, UsageError
+from provision.records import ClusterInfo
 from provision.remote.commands import CommandResult
 from provision.slurm import admin
+from provision.spec.model import ClusterSpec
 
 
 @pytest.mark.parametrize("text, total, size", [("2", 6, 2), ("1", 1, 1), ("25%", 8, 2), ("10%", 6, 1),
@@ -43,15 +46,16 @@ def test_a_roll_that_stopped_names_the_batches_it_never_touched():
 class Controller:
     """A fake controller: a hold reservation (or none), sinfo lines, every command recorded."""
 
-    def __init__(self, held: str = "", sinfo: str = "") -> None:
-        self.held, self.sinfo, self.commands = held, sinfo, []
+    def __init__(self, held: str = "", sinfo: str = "", users: str = "root") -> None:
+        self.held, self.sinfo, self.users, self.commands = held, sinfo, users, []
 
     def __call__(self, command: str) -> CommandResult:
         self.commands.append(command)
         if command.startswith("scontrol -o show reservation"):
             if not self.held:
                 return CommandResult("ctl01", 1, "", "Reservation gpu_provision_certify not found")
-            return CommandResult("ctl01", 0, f"ReservationName=gpu_provision_certify Nodes={self.held} Flags=MAINT", "")
+            return CommandResult("ctl01", 0, f"ReservationName=gpu_provision_certify Nodes={self.held} "
+                                             f"Users={self.users} Flags=MAINT", "")
         if command.startswith("sinfo"):
             return CommandResult("ctl01", 0, self.sinfo, "")
         return CommandResult("ctl01", 0, "", "")
@@ -97,3 +101,21 @@ def test_waiting_for_jobs_says_which_jobs_how_long_and_the_timeout():
                               sleep=lambda s: None)
     assert lines == ["waiting for job(s) 41, 42 on c[1-2]: 0 s of 600 s (--drain-timeout)",
                      "waiting for job(s) 42 on c[1-2]: 0 s of 600 s (--drain-timeout)"]  # the same jobs: said once
+
+
+def test_certifys_user_may_run_in_a_batchs_hold():
+    spec = ClusterSpec.model_validate({"name": "r", "provider": {"type": "sandbox"},
+                                       "node_groups": [{"name": "ctl", "roles": ["controller"], "count": 1}]})
+    cluster = ClusterInfo(name="r", provider="static", ssh_user="admin", nodes=())
+    assert rolling.hold_users(spec, cluster) == "root,admin,gp-certify"
+    as_root = spec.model_copy(update={"certify": spec.certify.model_copy(update={"user": None})})
+    assert rolling.hold_users(as_root, cluster.model_copy(update={"ssh_user": "root"})) == "root"
+
+
+def test_hold_admits_users_a_reservation_made_earlier_lacks():
+    earlier = Controller(held="c1", users="root")
+    admin.hold(earlier, ["c1"], users="root,gp-certify")
+    assert earlier.commands[-1] == "scontrol update ReservationName=gpu_provision_certify Users+=gp-certify"
+    admitted = Controller(held="c1", users="root,gp-certify")
+    admin.hold(admitted, ["c1"], users="root,gp-certify")
+    assert not any(c.startswith("scontrol update") for c in admitted.commands)
