@@ -92,16 +92,18 @@ def survivor_command(pid: int) -> str:
 
 def not_applicable(nodes: Sequence[str], config: Confinement) -> list[CheckResult]:
     """Both checks n/a on every node: Slurm does not confine jobs here."""
-    reason = (f"Slurm does not confine jobs here ({config.settings}): a job over its --mem and a process that leaves "
-              "its job are not stopped (the sandbox: its nodes share this machine's kernel)")
-    return [CheckResult(check, "na", node=node, detail=reason)
-            for node in nodes for check in ("slurm.enforce_memory", "slurm.enforce_procs")]
+    return _both(nodes, "na", f"Slurm does not confine jobs here ({config.settings}): a job over its --mem and a "
+                              "process that leaves its job are not stopped (the sandbox: its nodes share this "
+                              "machine's kernel)")
 
 
 def unknown(nodes: Sequence[str], why: str) -> list[CheckResult]:
     """Both checks a warning on every node: whether Slurm confines jobs could not be read."""
-    return [CheckResult(check, "warn", node=node, detail=f"not checked: the controller's configuration could not be "
-                                                            f"read ({why})")
+    return _both(nodes, "warn", f"not checked: the controller's configuration could not be read ({why})")
+
+
+def _both(nodes: Sequence[str], verdict: str, detail: str) -> list[CheckResult]:
+    return [CheckResult(check, verdict, node=node, detail=detail)
             for node in nodes for check in ("slurm.enforce_memory", "slurm.enforce_procs")]
 
 
