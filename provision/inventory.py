@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from provision.certify.judging import thresholds
 from provision.errors import UsageError
 from provision.node import hardware
 from provision.records import ClusterInfo
@@ -56,9 +57,34 @@ def render(spec: ClusterSpec, cluster: ClusterInfo) -> dict[str, str]:
         "munge_key_file": str(state.secrets.munge_key),
         "db_password_file": str(state.secrets.db_password),
         "people": people_vars(spec, cluster),
+        "active": active_vars(spec, cluster),
     }
     cluster_vars = env.get_template("inventory/cluster.yml.j2").render(**context)
     return {"hosts.yml": render_hosts(cluster), "group_vars/all/cluster.yml": cluster_vars}
+
+
+SANDBOX_PACE = "1G"  # iperf3 -b on the sandbox, as certify paces it (its veth links' speed is the host's CPU)
+# The floor of a node's links when the spec gives none: a quarter of the sandbox's pacing; elsewhere a tenth of
+# 10 GbE, the slowest link a GPU cluster's node has (a link down to 1 Gb/s or a broken one is below it).
+NET_FLOOR_GBPS = {"sandbox": 0.25, "other": 1.0}
+ACTIVE_FLOORS = {"active.memory_bw": 1.0, "active.fs": 5.0}  # GB/s and MB/s: coarse, see README "Active checks"
+
+
+def active_vars(spec: ClusterSpec, cluster: ClusterInfo) -> dict:
+    """The slurm role's slurm_active_* from health.active: the floors are derived here (the link floor by provider,
+    each GPU model's GEMM floor from certify's threshold table)."""
+    active = spec.health.active
+    if active is None:
+        return {"slurm_active_enabled": False}
+    models = sorted({n.gpu_model for n in cluster.nodes if n.gpu_count and n.gpu_model})
+    gpu_floors = {m: {"gpu.gemm_bf16": found.value} for m in models
+                  if (found := thresholds.gpu_floor("gpu.gemm_bf16", m)) is not None}
+    default_floor = NET_FLOOR_GBPS["sandbox" if cluster.sandbox else "other"]
+    return {"slurm_active_enabled": True, "slurm_active_interval": active.interval_s,
+            "slurm_active_level": active.level, "slurm_active_peers": active.peers, "slurm_active_port": active.port,
+            "slurm_active_bitrate": SANDBOX_PACE if cluster.sandbox else "",
+            "slurm_active_net_min_gbps": active.net_min_gbps or default_floor,
+            "slurm_active_floors": dict(ACTIVE_FLOORS), "slurm_active_gpu_floors": gpu_floors}
 
 
 CERTIFY_SHELL = "/usr/sbin/nologin"  # certify runs its jobs with runuser, never a login

@@ -170,6 +170,18 @@ ENTRIES: tuple[Check, ...] = (
     _node("health.<test>", None, "an NVML check of the health pass (health.gpu.count, health.gpu.ecc."
           "volatile_uncorrected, ...): the same judgement as the gpu.* check of that name",
           "as the gpu.* check of the same name"),
+    # The active checks (probe/nodehealth/measure.py, health.active): a figure below its floor twice drains the node.
+    _node("active.net", "Gb/s", "the median of the node's links, iperf3 TCP both ways to a few other compute nodes",
+          f"{SPEC}: health.active.net_min_gbps (derived by provider when unset: README \"Active checks\")"),
+    _node("active.memory_bw", "GB/s", "host memory copy bandwidth, best of three in-place copies",
+          "a coarse floor (1 GB/s): a node swapping or throttled to a crawl"),
+    _node("active.fs", "MB/s", "write, fsync and read back a file on each shared filesystem, checksum compared",
+          "a coarse floor (5 MB/s) on the slower rate; an error or other bytes read back fail"),
+    _node("active.gpu_gemm", "TFLOP/s", "bf16 GEMM of each GPU (gpubench), on an idle node",
+          f"{FLOORS}: the GPU model's gpu.gemm_bf16 floor"),
+    _node("active.dcgm", None, "dcgmi is installed where the active checks run DCGM's diagnostic", "n/a when not"),
+    _node("active.dcgm.<test>", None, "one DCGM diagnostic test (level 1, standard 2) on an idle node, or whether it "
+          "could run (active.dcgm.run)", DCGM),
 )
 
 CHECKS: dict[str, Check] = {entry.id: entry for entry in ENTRIES}

@@ -3,29 +3,36 @@ from __future__ import annotations
 
 import typer
 
-from provision.cli.options import JsonOpt, NowOpt, SpecArg
+from provision.cli.options import ActiveOpt, JsonOpt, NowOpt, SpecArg
 from provision.cli.output import out, print_json
 
 
-def health(spec: SpecArg, now: NowOpt = False, json_out: JsonOpt = False) -> None:
+def health(spec: SpecArg, now: NowOpt = False, active: ActiveOpt = False, json_out: JsonOpt = False) -> None:
     """Show each compute node's last health pass: its checks, what it told Slurm, and when; `--now` runs a pass on
     every compute node first (all at once, each bounded in time).
 
     The program runs on the nodes (Slurm's HealthCheckProgram and the gpu-provision-health service); a failed check
     drains the node with a reason that names the check first ("hc:munge: ... (gpu-provision-health)"), a pass
-    resumes only those. Exit 1 when a node failed its pass or has no record."""
+    resumes only those. `--active`: the last pass of the active checks (health.active: measurements on idle nodes,
+    "ac:<check>: ... (gpu-provision-active)" drains), where it ran (a job, or directly on a node they drained) and
+    why a pass gave no verdict. Exit 1 when a node failed its pass or (without --active) has no record."""
     from provision.cluster import lifecycle
     from provision.node import health as node_health
     from provision.spec.loader import load_spec
 
     loaded = load_spec(spec)
     cluster = lifecycle.current_cluster(loaded)
-    passes = node_health.run_now(loaded, cluster) if now else node_health.last_passes(cluster)
+    if active:
+        passes, title = node_health.last_active(cluster), "active checks (last pass)"
+    else:
+        passes = node_health.run_now(loaded, cluster) if now else node_health.last_passes(cluster)
+        title = "node health (a pass now)" if now else "node health (last pass)"
     if json_out:
         print_json({"nodes": [p.to_dict() for p in passes]})
     else:
-        out.print(table(passes, "node health (a pass now)" if now else "node health (last pass)"))
-    raise typer.Exit(0 if all(p.ok for p in passes) else 1)
+        out.print(table(passes, title))
+    failed = any(p.ok is False for p in passes) if active else not all(p.ok for p in passes)
+    raise typer.Exit(1 if failed else 0)
 
 
 def table(passes, title: str):

@@ -183,6 +183,11 @@ def settings_lines(common: Mapping[str, object]) -> list[str]:
     if common.get("slurm_health_enabled"):
         lines += [f"HealthCheckInterval={common.get('slurm_health_interval')}",
                   f"HealthCheckNodeState={common.get('slurm_health_node_state')}"]
+    if common.get("slurm_active_enabled"):
+        lines += ["PreemptType=preempt/partition_prio", "PreemptMode=CANCEL",
+                  f"PartitionName={common.get('slurm_active_partition', 'gp-active')} (active checks every "
+                  f"{common.get('slurm_active_interval')} s, {common.get('slurm_active_level')}; preempted by every "
+                  "other partition)"]
     parameters = common.get("slurm_conf_parameters") or {}
     return lines + [f"{k}={v}" for k, v in sorted(parameters.items())] if isinstance(parameters, dict) else lines
 

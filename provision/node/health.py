@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from datetime import datetime, timezone
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -94,6 +95,32 @@ def last_passes(cluster: ClusterInfo, state_dir: str = STATE_DIR,
     command = f"cat {shlex.quote(state_dir + '/last.json')}"
     return [parse(r) for r in run_across(cluster, cluster.with_role("compute") if nodes is None else nodes, command,
                                          runner=_bounded(READ_TIMEOUT_S))]
+
+
+def last_active(cluster: ClusterInfo, state_dir: str = STATE_DIR) -> list[NodeHealth]:
+    """Every compute node's last pass of the active checks (active.json), read at once."""
+    command = f"cat {shlex.quote(state_dir + '/active.json')}"
+    return [parse_active(r) for r in run_across(cluster, cluster.with_role("compute"), command,
+                                                runner=_bounded(READ_TIMEOUT_S))]
+
+
+def parse_active(result: CommandResult) -> NodeHealth:
+    """An active pass's record as `cat` returned it: ok None when it gave no verdict (skipped, preempted), `trigger`
+    says where it ran (job, direct, skipped), `error` why there is no verdict."""
+    if result.rc != 0:
+        why = failure(result)
+        return NodeHealth(result.node, None, error="no active pass yet" if "No such file" in why else why)
+    try:
+        data = json.loads(result.stdout)
+        checks = data["checks"]
+        failed = tuple(f"{c['check']}[{c['subject']}]" if c.get("subject") else c["check"]
+                       for c in checks if c["verdict"] == "fail")
+        started = datetime.fromtimestamp(float(data["started"]), timezone.utc).strftime("%Y-%m-%dT%H:%M:%S%z")
+        return NodeHealth(result.node, None if not checks else not failed, failed, str(data.get("action", "")),
+                          str(data.get("reason", "")), started, data.get("seconds"), str(data.get("where", "")),
+                          "" if checks else str(data.get("why", "")) or "no verdict")
+    except (ValueError, KeyError, TypeError) as exc:
+        return NodeHealth(result.node, None, error=f"unreadable active record ({exc})")
 
 
 def run_now(spec: ClusterSpec, cluster: ClusterInfo) -> list[NodeHealth]:

@@ -187,6 +187,20 @@ class Certify(StrictModel):
     user: CertifyUser | None = Field(CertifyUser(), description="who runs the user-shaped jobs; null: root")
 
 
+class ActiveChecks(StrictModel):
+    """Measurements on idle compute nodes on a schedule (README "Active checks"): each node's health service measures
+    its links to a few peers, host memory bandwidth, the shared filesystem and, on GPU nodes, a GEMM and DCGM, inside a
+    job of a hidden partition that every other partition preempts (a user's job never waits for one); a confirmed
+    failure drains the node naming the check and the figure, a pass returns a node the active checks drained."""
+
+    interval_s: int = Field(3600, ge=10, le=604800, description="seconds between two active passes of a node")
+    level: Literal["quick", "standard"] = Field("quick", description="standard: longer measurements, DCGM level 2")
+    peers: int = Field(3, ge=1, le=16, description="how many other compute nodes a pass measures links to")
+    net_min_gbps: float | None = Field(None, gt=0, le=10000, description="the floor of a node's links (iperf3 TCP); "
+                                       "default: 0.25 on the sandbox (paced at 1 Gb/s), else 1 (a tenth of 10 GbE)")
+    port: int = Field(5301, ge=1024, le=65535, description="TCP port of each compute node's iperf3 server")
+
+
 class Health(StrictModel):
     """The node health program on every compute node (Slurm's HealthCheckProgram and its own service)."""
 
@@ -194,6 +208,7 @@ class Health(StrictModel):
     interval_s: int = Field(300, ge=5, le=86400, description="seconds between passes")
     node_state: list[Literal["ALLOC", "ANY", "CYCLE", "IDLE", "MIXED", "NONDRAINED_IDLE"]] = Field(
         ["ANY"], min_length=1, description="Slurm's HealthCheckNodeState: which nodes Slurm checks")
+    active: ActiveChecks | None = Field(None, description="measurements on idle nodes on a schedule; null: none")
 
 
 class ClusterSpec(StrictModel):

@@ -17,6 +17,7 @@ HOST_NAMES = {
 }
 PARTITION_NAMES = {
     "default": "Slurm reads PartitionName=DEFAULT as the defaults of the partition lines after it",
+    "gp-active": "the hidden partition of the active checks (health.active)",
 }
 
 

@@ -102,10 +102,11 @@ def report(capsys, message: str) -> None:
         print(f"\n[certify e2e] {message}")
 
 
-def test_quick_passes_five_runs_in_a_row_with_gpu_checks_not_applicable(slurm_cluster, capsys):
+def test_quick_passes_three_runs_in_a_row_with_gpu_checks_not_applicable(slurm_cluster, capsys):
+    # three here; 20 in a row on a loaded machine, and the false-alarm rate per check, are bench/false_alarms.py's
     wait_healthy(slurm_cluster)
     durations = []
-    for attempt in range(5):
+    for attempt in range(3):
         rc, doc = certify(slurm_cluster)
         durations.append(seconds(doc))
         found = alarms(doc)
@@ -135,7 +136,7 @@ def test_quick_passes_five_runs_in_a_row_with_gpu_checks_not_applicable(slurm_cl
     assert {tuple(j.split("|")[1:]) for j in jobs} == {(CERTIFY_USER, CERTIFY_USER)}, jobs
     mpi = next(c for c in doc["checks"] if c["check"] == "mpi.allreduce")
     report(capsys, f"MPI job: {mpi['detail']}")
-    report(capsys, f"quick on {len(matrix['nodes'])} nodes, 5 runs: {', '.join(f'{d:.1f}' for d in durations)} s; "
+    report(capsys, f"quick on {len(matrix['nodes'])} nodes, 3 runs: {', '.join(f'{d:.1f}' for d in durations)} s; "
            f"iperf3 links (paced 1 Gb/s) min {min(links):.3f} median {statistics.median(links):.3f} "
            f"max {max(links):.3f} Gb/s")
     latest = max(ClusterState.for_spec(load_spec(slurm_cluster.spec_path)).reports_dir.glob("*-quick"))

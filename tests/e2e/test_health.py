@@ -14,9 +14,11 @@ import pytest
 
 from provision import hostlist
 from provision.cluster import lifecycle
+from provision.providers.sandbox import faults
 from provision.spec.loader import load_spec
 
 from conftest import LiveCluster, provision
+from test_deploy_faults import faults_target
 
 pytestmark = pytest.mark.e2e
 
@@ -27,8 +29,9 @@ provider: {{type: sandbox, subnet: 10.93.0.0/24}}
 node_groups:
   - {{name: ctl, roles: [controller], count: 1}}
   - {{name: compute, roles: [compute], count: 6}}
-health: {{interval_s: {interval}}}
+health: {{interval_s: {interval}{active}}}
 """
+ACTIVE = ", active: {interval_s: 20}"  # the active checks' test turns them on (last: they keep every node busy)
 MARK = " (gpu-provision-health)"  # how the program's drain reasons end; they start with "hc:<check>: "
 # Samples once a second on the controller: the held nodes (hold reservation) and the drained or down ones.
 SAMPLER = ("while :; do r=$(scontrol -o show reservation gpu_provision_certify 2>/dev/null | grep -o 'Nodes=[^ ]*'); "
@@ -40,7 +43,7 @@ SAMPLER = ("while :; do r=$(scontrol -o show reservation gpu_provision_certify 2
 def cluster(tmp_path_factory) -> LiveCluster:
     """The cluster, up and certified; `down` at the end."""
     path = tmp_path_factory.mktemp("health") / "health.yaml"
-    path.write_text(SPEC.format(interval=INTERVAL))
+    path.write_text(SPEC.format(interval=INTERVAL, active=""))
     provision("down", str(path), check=False)
     try:
         provision("up", str(path), "--quiet", timeout=1500)
@@ -149,7 +152,7 @@ def test_with_slurmctld_down_every_pass_ends_in_bounded_time(cluster):
 def _rolled(cluster: LiveCluster, interval: int, *args: str) -> tuple[int, dict, list[set[str]]]:
     """Change the spec's health interval (slurm.conf and the health service change on every node), run
     `deploy --rolling 2`, sampling the nodes out of service every second; (exit, result, samples)."""
-    cluster.spec_path.write_text(SPEC.format(interval=interval))
+    cluster.spec_path.write_text(SPEC.format(interval=interval, active=""))
     sampler = cluster.ssh(cluster.controller, f"nohup bash -c {shlex.quote(SAMPLER)} >/root/samples 2>&1 & echo $!")
     try:
         done = provision("deploy", str(cluster.spec_path), "--rolling", "2", "--json", "--drain-timeout", "120",
@@ -202,3 +205,68 @@ def test_a_fault_in_batch_two_stops_the_roll_and_leaves_batch_three_as_it_was(cl
     assert released.returncode == 0, released.stdout + released.stderr
     assert "compute03" not in _reasons(cluster)
     assert "gpu_provision_certify" not in cluster.ssh(cluster.controller, "scontrol show reservation").stdout
+
+
+ACTIVE_MARK = " (gpu-provision-active)"
+# Every second on the controller: a user's job (root's, in the users' partition) onto a node where an active check's
+# job runs at that moment; each line: the node, the active job, and the user job's id
+COLLIDE = ("n=0; for i in $(seq {tries}); do l=$(squeue -a -h -p gp-active -t R -o '%N %i' | head -1); "
+           "if [ -n \"$l\" ]; then set -- $l; j=$(sbatch --parsable -w $1 -N1 --exclusive -o /dev/null "
+           "--wrap=true); echo \"$1 $2 $j\"; n=$((n+1)); [ $n -ge {wanted} ] && break; sleep 3; fi; sleep 1; done")
+
+
+def _collisions(cluster: LiveCluster, tries: int, wanted: int = 3) -> list[tuple[str, str, str]]:
+    """Users' jobs sent onto nodes an active check held: (node, the active job, the user's job)."""
+    out = cluster.ssh(cluster.controller, COLLIDE.format(tries=tries, wanted=wanted), timeout=tries * 6 + 60).stdout
+    return [tuple(line.split()) for line in out.splitlines() if len(line.split()) == 3]
+
+
+def _sacct(cluster: LiveCluster, jobs: list[str]) -> dict[str, dict[str, str]]:
+    """job -> State, Submit and Start (epoch seconds) from the accounting database."""
+    out = cluster.ssh(cluster.controller, f"sacct -X -n -P -j {','.join(jobs)} -o JobID,State,Submit,Start "
+                      "--noconvert").stdout
+    found = {}
+    for line in out.splitlines():
+        job, state, submit, start = line.split("|")
+        epoch = lambda t: time.mktime(time.strptime(t, "%Y-%m-%dT%H:%M:%S")) if "T" in t else None  # noqa: E731
+        found[job] = {"state": state.split()[0], "submit": epoch(submit), "start": epoch(start)}
+    return found
+
+
+def test_active_checks_drain_a_slow_node_return_it_and_never_make_a_user_wait(cluster, capsys):
+    """health.active turned on from the spec (up applies it); a node's link shaped to 20 Mbit/s with every daemon
+    healthy is drained by the active checks naming the network and the figure, and returned once the shaping is gone;
+    users' jobs sent onto nodes while an active check ran there start at once (the check is preempted)."""
+    cluster.spec_path.write_text(SPEC.format(interval=INTERVAL + 2, active=ACTIVE))
+    done = provision("up", str(cluster.spec_path), "--quiet", check=False, timeout=1500)
+    assert done.returncode == 0, done.stdout + done.stderr
+    slurm_conf = cluster.ssh(cluster.controller, "cat /etc/slurm/slurm.conf").stdout
+    assert "PreemptType=preempt/partition_prio" in slurm_conf and "PartitionName=gp-active" in slurm_conf
+    collided = _collisions(cluster, 30)
+    assert len(collided) >= 3, collided
+    accounted = _sacct(cluster, [j for _, active, user in collided for j in (active, user)])
+    waits = [accounted[user]["start"] - accounted[user]["submit"] for _, _, user in collided]
+    assert all(accounted[active]["state"] in ("PREEMPTED", "CANCELLED") for _, active, _ in collided), accounted
+    assert max(waits) <= 5, waits  # not the check's ~15 s: only the seconds Slurm takes to cancel it
+    victim = "compute05"
+    root, name = faults_target(cluster)
+    faults.slow_link(root, name, victim, rate="20mbit")
+    began = time.monotonic()
+    try:
+        reason = _wait_for(lambda: _reasons(cluster).get(victim, "").endswith(ACTIVE_MARK)
+                           and _reasons(cluster)[victim], 150, every=2)
+        drained_after = time.monotonic() - began
+        assert reason and reason.startswith("ac:net: confirmed: "), _reasons(cluster)
+        assert "Gb/s (floor 0.25)" in reason  # the figures and the floor
+        others = {n: r for n, r in _reasons(cluster).items() if n != victim}
+        assert not others, others  # no other node drained: its links to the slow node are one of several
+    finally:
+        faults.restore_link(root, name, victim)
+    back = _wait_for(lambda: victim not in _reasons(cluster), 150, every=2)
+    returned_after = time.monotonic() - began - drained_after
+    assert back, _reasons(cluster)
+    last = json.loads(cluster.ssh(victim, "cat /var/lib/gpu-provision/health/active.json").stdout)
+    with capsys.disabled():
+        print(f"\nactive checks: {len(collided)} user jobs onto nodes under a check, waits {sorted(waits)} s; "
+              f"{victim} at 20 Mbit/s drained after {drained_after:.0f} s: {reason}; returned {returned_after:.0f} s "
+              f"after the shaping was removed (last pass: {last['where']}, {last['action']})")

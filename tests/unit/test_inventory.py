@@ -81,6 +81,31 @@ def test_inventory_vars_carry_the_software_settings():
     assert {p["name"] for p in data["slurm_partitions"]} == {"h100", "l40s"}
 
 
+def _cluster_vars(tmp_path: Path, example: str, active: dict | None) -> dict:
+    """The inventory's cluster variables of an example spec with health.active set to `active`."""
+    data = yaml.safe_load((REPO / "inventories" / f"{example}.yaml").read_text())
+    data.setdefault("health", {})["active"] = active
+    path = tmp_path / f"{example}-{len(list(tmp_path.iterdir()))}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    spec = load_spec(path)
+    return _load(inventory.render(spec, lifecycle.planned_cluster(spec))["group_vars/all/cluster.yml"])
+
+
+def test_active_checks_get_floors_derived_for_the_provider_and_each_gpu_model(tmp_path):
+    from provision.certify.judging import thresholds
+    onprem = _cluster_vars(tmp_path, "onprem", {"interval_s": 900})
+    assert onprem["slurm_active_enabled"] is True and onprem["slurm_active_interval"] == 900
+    assert onprem["slurm_active_net_min_gbps"] == 1.0 and onprem["slurm_active_bitrate"] == ""  # no pacing
+    assert onprem["slurm_active_gpu_floors"]["H100-SXM"] == {
+        "gpu.gemm_bf16": thresholds.gpu_floor("gpu.gemm_bf16", "H100-SXM").value}
+    sandbox = _cluster_vars(tmp_path, "sandbox", {"interval_s": 60, "level": "standard", "peers": 2})
+    assert sandbox["slurm_active_net_min_gbps"] == 0.25 and sandbox["slurm_active_bitrate"] == "1G"
+    assert (sandbox["slurm_active_level"], sandbox["slurm_active_peers"]) == ("standard", 2)
+    assert _cluster_vars(tmp_path, "sandbox", {"net_min_gbps": 0.5})["slurm_active_net_min_gbps"] == 0.5
+    off = _cluster_vars(tmp_path, "sandbox", None)
+    assert off["slurm_active_enabled"] is False and "slurm_active_interval" not in off
+
+
 def test_a_directory_gives_the_sssd_role_its_settings_and_the_password_file_never_the_password(tmp_path):
     from provision.spec.people import Directory, DirectoryUser
     password = "pw-" + "7f3a9c" * 4

@@ -205,6 +205,19 @@ def test_plan_shows_each_setting_per_node_with_the_daemons_it_restarts(recorded)
     assert "2 setting(s) change, restarting slurmctld, slurmd" in text
 
 
+def test_plan_shows_active_checks_turned_on_with_the_preemption_they_bring(recorded):
+    path, state = recorded
+    path.write_text(SPEC.format(ctl="ctl", count=2) + "health: {active: {interval_s: 600}}\n")
+    result = cli("plan", str(path), "--json", state_dir=state.root)
+    assert result.returncode == EXIT_CHANGES, result.stderr
+    body = json.loads(result.stdout)["change"]
+    settings = {s["variable"]: s for s in body["settings"]}
+    assert settings["slurm_active_enabled"]["before"] is False and settings["slurm_active_enabled"]["after"] is True
+    assert set(settings["slurm_active_enabled"]["restarts"]) == {"slurmctld", "slurmd"}  # slurm.conf changes
+    assert settings["slurm_active_interval"]["after"] == 600
+    assert {"+PreemptType=preempt/partition_prio", "+PreemptMode=CANCEL"} <= set(body["files"]["slurm.conf"])
+
+
 def test_up_deploys_again_for_a_setting_and_says_why(recorded):
     path, state = recorded
     spec = load_spec(path)

@@ -99,3 +99,25 @@ def test_now_is_refused_where_the_spec_switched_the_program_off():
     spec = SimpleNamespace(name="demo", health=SimpleNamespace(enabled=False))
     with pytest.raises(UsageError, match="switched off in the spec"):
         health.run_now(spec, _cluster())
+
+
+def _active(checks, **fields) -> CommandResult:
+    from provision.certify.probe.nodehealth.active import ActiveRecord
+    record = ActiveRecord("compute02", started=1795898892.43, checks=checks, **fields).to_dict()
+    return CommandResult("compute02", 0, json.dumps(record), "")
+
+
+def test_an_active_pass_shows_where_it_ran_what_failed_and_why_one_gave_no_verdict():
+    net = {"check": "active.net", "verdict": "fail", "subject": None, "detail": "confirmed: 0.0165 then 0.0189 Gb/s"}
+    failed = health.parse_active(_active([net, {"check": "active.memory_bw", "verdict": "pass"}], where="job",
+                                         action="drained", reason="ac:net: confirmed ... (gpu-provision-active)"))
+    assert failed.ok is False and failed.failed == ("active.net",) and failed.trigger == "job"
+    assert failed.action == "drained" and failed.started == "2026-11-28T20:48:12+0000"
+    passed = health.parse_active(_active([{"check": "active.net", "verdict": "pass"}], where="direct",
+                                         action="resumed"))
+    assert passed.ok is True and passed.action == "resumed" and passed.trigger == "direct"
+    preempted = health.parse_active(_active([], where="job", why="no verdict: the job ended without one (srun: "
+                                                                   "Force Terminated StepId=12.0)"))
+    assert preempted.ok is None and preempted.error.startswith("no verdict: the job ended")
+    none_yet = health.parse_active(CommandResult("compute02", 1, "", "cat: active.json: No such file or directory"))
+    assert none_yet.ok is None and none_yet.error == "no active pass yet"

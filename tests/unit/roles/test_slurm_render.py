@@ -54,13 +54,14 @@ CASES = {
                 {f"compute0{i}": SANDBOX_HW for i in (1, 2, 3)},
                 {"provision_sandbox": True, "slurm_cgroup_enabled": False, "_slurm_autodetect_nvml": False}),
     # two GPU groups in their own partitions, NVML autodetection, one node whose hardware is not recorded yet and
-    # one whose spec caps its CPUs (the topology is then left out: Slurm derives it from CPUs)
+    # one whose spec caps its CPUs (the topology is then left out: Slurm derives it from CPUs); active checks on
     "hgx-l40s": ([_node(f"gpu0{i}", "hgx", ("H100-SXM", 8)) for i in (1, 2, 3)]
                  + [_node("l40s01", "l40s", ("L40S", 4)), _node("l40s02", "l40s", ("L40S", 4), cpus=32)]
                  + [_node("l40s03", "l40s", ("L40S", 4))],
                  {"gpu01": HGX_HW, "gpu02": HGX_HW, "gpu03": HGX_HW, "l40s01": L40S_HW, "l40s02": L40S_HW},
                  {"provision_sandbox": False, "slurm_cgroup_enabled": True, "_slurm_autodetect_nvml": True,
                   "slurm_accounting_enforce": True,  # the spec's accounting.enforce
+                  "slurm_active_enabled": True,  # health.active: the hidden partition, preempted by the others
                   # the spec's software.slurm.config: ReturnToService replaces the role's own line
                   "slurm_conf_parameters": {"SchedulerParameters": "bf_continue,bf_max_job_test=500",
                                             "KillWait": "60", "ReturnToService": "1"}}),

@@ -65,6 +65,8 @@ CASES = [
      "node_groups[1].partition", "'DEFAULT' is a reserved name"),
     ("partition default from the group's name", lambda t: SPEC.replace("name: cn,", "name: default,"),
      "node_groups[1].name", "'default' is a reserved partition name"),
+    ("partition named like the active checks' own", lambda t: SPEC.replace('"cn[01-02]"}', '"cn[01-02]", partition: gp-active}'),
+     "node_groups[1].partition", "'gp-active' is a reserved name (the hidden partition of the active checks"),
 ]
 
 

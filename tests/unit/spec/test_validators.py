@@ -352,6 +352,19 @@ CASES = [
      lambda d: (d.update(users=[{"name": "alice", "uid": 2001}]), d.update(certify={"user": {"uid": 2001}})),
      "error: certify.user.uid: 2001 is already the uid or gid of 'alice' (certify's user's gid is its uid); give "
      "certify's user an id of its own, e.g. 59990"),
+    ("active checks with the health program off",
+     _set("health", {"enabled": False, "active": {"interval_s": 600}}),
+     "error: health.active: is set while health.enabled is false: the health service runs the active checks; set "
+     "health.enabled: true, or remove health.active"),
+    ("active checks beside a spec's own preemption",
+     lambda d: (d.update(health={"active": {}}), d.setdefault("software", {}).update(
+         slurm={"config": {"PreemptType": "preempt/qos"}})),
+     "error: software.slurm.config.PreemptType: is written by gpu-provision while health.active is set (its "
+     "partition is preempted by every other); remove PreemptType from software.slurm.config, or remove "
+     "health.active"),
+    ("active checks on slurmd's port",
+     _set("health", {"active": {"port": 6818}}),
+     "error: health.active.port: 6818 is a Slurm daemon's port; choose another port, e.g. 5301"),
     ("an LDAP CA file that is missing",
      _set("directory", {"type": "ldap", "uri": "ldaps://ldap.example.org", "base_dn": "dc=example,dc=org",
                         "ca_file": "/nonexistent/ca.pem"}),

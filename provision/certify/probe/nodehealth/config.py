@@ -18,6 +18,43 @@ class GpuExpectation:
 
 
 @dataclass(frozen=True)
+class ActiveConfig:
+    """Active checks (nodehealth.active): how often, how deep, which peers, and the floors a figure is judged by."""
+
+    interval_s: float
+    level: str = "quick"  # quick | standard
+    peers: tuple[tuple[str, str], ...] = ()  # (Slurm name, address) of the other compute nodes
+    count: int = 3  # peers measured per pass
+    port: int = 5301  # every compute node's iperf3 server
+    bitrate: str = ""  # iperf3 -b pacing ("1G" on the sandbox, whose veth speed is the host's CPU); "" none
+    net_min_gbps: float = 1.0
+    floors: dict[str, float] = field(default_factory=dict)  # check id -> floor (GPU GEMM, memory, filesystem)
+    partition: str = "gp-active"  # the hidden partition every other preempts
+    time_limit_min: int = 5  # the job's --time
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ActiveConfig | None:
+        """None when active checks are off; ValueError names the field."""
+        if data is None:
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("interval_s"), (int, float)):
+            raise ValueError("health config: 'active' must be null or {\"interval_s\": N, ...}")
+        peers = data.get("peers", [])
+        if not isinstance(peers, list) or not all(isinstance(p, list) and len(p) == 2 for p in peers):
+            raise ValueError("health config: 'active.peers' must be a list of [name, address]")
+        floors = data.get("floors", {})
+        if not isinstance(floors, dict) or not all(isinstance(v, (int, float)) for v in floors.values()):
+            raise ValueError("health config: 'active.floors' must map check ids to numbers")
+        return cls(interval_s=float(data["interval_s"]), level=str(data.get("level", "quick")),
+                   peers=tuple((str(n), str(a)) for n, a in peers), count=int(data.get("count", 3)),
+                   port=int(data.get("port", 5301)), bitrate=str(data.get("bitrate") or ""),
+                   net_min_gbps=float(data.get("net_min_gbps", 1.0)),
+                   floors={str(k): float(v) for k, v in floors.items()},
+                   partition=str(data.get("partition", "gp-active")),
+                   time_limit_min=int(data.get("time_limit_min", 5)))
+
+
+@dataclass(frozen=True)
 class HealthConfig:
     """One node's health checks and where the program keeps its record."""
 
@@ -32,6 +69,7 @@ class HealthConfig:
     munge_key: Path = Path("/etc/munge/munge.key")
     commands: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_COMMANDS))
     written: float = 0.0  # when the deploy wrote this config (its file's mtime)
+    active: ActiveConfig | None = None  # measurements on the idle node on a schedule (nodehealth.active)
 
     @classmethod
     def from_dict(cls, data: Any) -> HealthConfig:
@@ -50,11 +88,14 @@ class HealthConfig:
                    files=dict(files), gpu=GpuExpectation(str(gpu.get("model", "")), gpu["count"]) if gpu else None,
                    slurm_conf=Path(data.get("slurm_conf", "/etc/slurm/slurm.conf")),
                    munge_key=Path(data.get("munge_key", "/etc/munge/munge.key")),
-                   commands={**DEFAULT_COMMANDS, **data.get("commands", {})})
+                   commands={**DEFAULT_COMMANDS, **data.get("commands", {})},
+                   active=ActiveConfig.from_dict(data.get("active")))
 
 
 DEFAULT_COMMANDS = {"scontrol": "/usr/bin/scontrol", "munge": "/usr/bin/munge", "unmunge": "/usr/bin/unmunge",
-                    "munged": "/usr/sbin/munged", "runuser": "/usr/sbin/runuser", "stat": "/usr/bin/stat"}
+                    "munged": "/usr/sbin/munged", "runuser": "/usr/sbin/runuser", "stat": "/usr/bin/stat",
+                    "srun": "/usr/bin/srun", "iperf3": "/usr/bin/iperf3", "dcgmi": "/usr/bin/dcgmi",
+                    "gpubench": "/opt/gpu-provision/certify/bin/gpubench"}
 
 
 def load(path: Path = DEFAULT_PATH) -> HealthConfig:

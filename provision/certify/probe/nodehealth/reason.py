@@ -19,22 +19,32 @@ MARK = "(gpu-provision-health)"  # ... and ends with it
 LEGACY = "gpu-provision-health"  # how older versions started theirs (still resumed)
 NAMESPACE = "health."  # the program's check ids ("health.munge"), left out of the reason
 MAX = 200  # characters, the mark included
+ACTIVE_TAG = "ac:"  # the active checks' reasons (nodehealth.active): "ac:net: ... (gpu-provision-active)"
+ACTIVE_MARK = "(gpu-provision-active)"
+ACTIVE_NAMESPACE = "active."
 
 
-def text(failures: list[tuple[str, str]]) -> str:
+def text(failures: list[tuple[str, str]], tag: str = TAG, mark: str = MARK, namespace: str = NAMESPACE) -> str:
     """ "hc:<check>: <evidence>; <check>: ... (gpu-provision-health)" in one line of at most MAX characters; `failures`
     are (check id, evidence) in the order the checks ran."""
-    parts = [f"{_short(check)}: {detail}" if detail else _short(check) for check, detail in failures]
-    body = re.sub(r"\s+", " ", TAG + "; ".join(parts)).replace("=", ":")  # `Key=` would end Reason in scontrol -o
-    room = MAX - len(MARK) - 1
-    return f"{body if len(body) <= room else body[:room - 3] + '...'} {MARK}"
+    parts = [f"{check.removeprefix(namespace)}: {detail}" if detail else check.removeprefix(namespace)
+             for check, detail in failures]
+    body = re.sub(r"\s+", " ", tag + "; ".join(parts)).replace("=", ":")  # `Key=` would end Reason in scontrol -o
+    room = MAX - len(mark) - 1
+    return f"{body if len(body) <= room else body[:room - 3] + '...'} {mark}"
+
+
+def active_text(failures: list[tuple[str, str]]) -> str:
+    """ "ac:<check>: <figure and floor>; ... (gpu-provision-active)": an active check's drain reason."""
+    return text(failures, ACTIVE_TAG, ACTIVE_MARK, ACTIVE_NAMESPACE)
+
+
+def is_active(reason: str) -> bool:
+    """Whether the active checks set this reason (only those are resumed by an active pass)."""
+    return reason.startswith(ACTIVE_TAG) and reason.endswith(ACTIVE_MARK)
 
 
 def is_own(reason: str) -> bool:
     """Whether the health program set this reason."""
     return (reason.startswith(TAG) and reason.endswith(MARK)) or reason.startswith(LEGACY)
 
-
-def _short(check: str) -> str:
-    """A check id without the program's namespace ("health.gpu.ecc[0]" -> "gpu.ecc[0]")."""
-    return check.removeprefix(NAMESPACE)
