@@ -1,6 +1,8 @@
 """False alarms and detection of certify quick on a healthy sandbox cluster while this machine is loaded.
 
 Run as root: .venv/bin/python bench/false_alarms.py [--runs 20] [--fault-runs 3] [--keep]
+(the python that runs it, and ansible-playbook beside it, must import this checkout's provision: the certify role
+stages the probe from there, and certify refuses nodes whose probe differs from its own)
 
 The cluster `fa` (subnet 10.91.0.0/24: one controller, three compute nodes of which two serve a replica-2
 GlusterFS volume on /shared, health program off) is brought up without certify, or reused when it is already up.
@@ -224,6 +226,10 @@ def healthy_runs(spec: Path, runs: int, log: list[dict]) -> list[dict]:
         found = alarm_lines(doc)
         log.append({"phase": "healthy", "run": index, "verdict": doc["verdict"], "alarms": found})
         print(f"healthy run {index}/{runs}: {doc['verdict']}" + "".join(f"\n  {line}" for line in found), flush=True)
+        if any(c["check"] == "probe.installed" and c["verdict"] == "fail" for c in all_checks(doc)):
+            raise RuntimeError("the nodes run another probe than this code: the certify role staged the probe of the "
+                               "gpu-provision that ansible-playbook's python imports (PYTHONPATH does not reach it); "
+                               "run the bench with a python whose own sys.path holds this checkout")
     return docs
 
 
