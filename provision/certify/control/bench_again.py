@@ -10,14 +10,15 @@ from provision.certify.control import slurm_checks, srun
 from provision.certify.control.fleet import Fleet
 from provision.certify.control.session import GPUBENCH, PROBE, Session, step
 from provision.certify.judging.assemble import benchmark_fails, parse_probe_output
+from provision.certify.probe.document import ProbeDocument
 from provision.errors import CertifyError
 
 TIMEOUT_S = 900  # the benchmarks alone, without burn-in: minutes on 8 GPUs
 
 
 def measure_again(run: Session, fleet: Fleet, answered: list[str]) -> None:
-    """Fill run.again with the second benchmark documents of the nodes whose first figures fail (those whose
-    second run gives no document keep their first figures: the fail stands, "then no figure")."""
+    """Fill run.again with the second benchmark documents of the nodes whose first figures fail (a node whose
+    second run gives no document gets an error document: its first figures stand, "then no figure")."""
     nodes = benchmark_fails({n: run.probes[n] for n in answered if n in run.probes})
     if not nodes:
         return
@@ -28,5 +29,5 @@ def measure_again(run: Session, fleet: Fleet, answered: list[str]) -> None:
     for node in nodes:
         try:
             run.again[node] = parse_probe_output(output.texts.get(node, ""), node)
-        except CertifyError:
-            continue
+        except CertifyError as exc:
+            run.again[node] = ProbeDocument.failed(str(exc), node)  # its fails stand: "then no figure"

@@ -103,8 +103,8 @@ def judge_measurements(measurements: Sequence[Measurement],
     figures, each by the better of its two (a fail on the first alone is a warning naming both)."""
     measurements = list(measurements)
     first = [_peak_sanity(r, measurements) for r in judge(_samples(measurements))]
-    seconds = {node: [replace(m, node=node) for m in doc.measurements]
-               for node, doc in (again or {}).items() if doc.mode == "bench" and doc.current_version}
+    seconds = {node: [replace(m, node=node) for m in doc.measurements] if doc.mode == "bench" and doc.current_version
+               else [] for node, doc in (again or {}).items()}  # a second run without a document: no figure
     if not seconds:
         return first
     best, figures = confirm.better(measurements, seconds)

@@ -131,6 +131,15 @@ def test_the_runner_measures_again_only_the_nodes_whose_figures_failed_in_one_sr
     assert check.verdict == "warn" and check.detail.startswith("not confirmed: 700 then 823 TFLOP/s measured again")
 
 
+def test_a_node_whose_second_run_printed_nothing_keeps_its_fail_saying_no_figure():
+    first = {"vm": probe("vm", gemm_bf16=600.0)}
+    run = session(first)
+    bench_again.measure_again(run, FakeController({}), ["vm"])
+    assert run.again["vm"].mode == "error"
+    check = gemm(first, run.again)["vm"]
+    assert check.verdict == "fail" and check.detail.startswith("confirmed: 600 then no figure TFLOP/s measured again")
+
+
 def test_the_runner_runs_no_step_when_nothing_failed():
     fleet = FakeController({})
     bench_again.measure_again(session({"vm": probe("vm")}), fleet, ["vm"])
