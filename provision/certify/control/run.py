@@ -9,7 +9,8 @@ Order of one run (quick on 4 sandbox nodes: about 15 s):
    slurm.node_state) and `scontrol show node` (slurm.node_definition: the controller's view against the node's).
 3. ONE srun across every compute node that can take a step runs the probe (one task per node), then a
    second one the filesystem cross-check; a node left out or whose task failed gets slurm.srun failed
-   with the reason (srun's error line, or why it was left out).
+   with the reason (srun's error line, or why it was left out). Between them, the nodes whose GPU benchmark
+   figures fail run the benchmarks again (control/bench_again.py; none on a cluster without GPUs).
 4. Jobs shaped like users': each node asked for whole (--exclusive, every CPU, most of the memory:
    slurm.node_resources), then one MPI job across every compute node through `srun --mpi=pmix` whose
    allreduces are verified (mpi.start per node, mpi.allreduce with its time).
@@ -38,11 +39,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from provision.certify import bundle
-from provision.certify.control import (consistency, gpu_jobs, network, node_definition, peer_mpi, peers, slurm_checks,
-                                       srun, user_steps)
+from provision.certify.control import (bench_again, consistency, gpu_jobs, network, node_definition, peer_mpi, peers,
+                                       slurm_checks, srun, user_steps)
 from provision.certify.control.drain import drain
 from provision.certify.control.fleet import Fleet
-from provision.certify.control.session import PREFIX, Session, expectation_for, now_iso, step
+from provision.certify.control.session import GPUBENCH, PREFIX, PROBE, Session, expectation_for, now_iso, step
 from provision.certify.judging.assemble import assemble, parse_probe_output
 from provision.certify.probe.document import ProbeDocument
 from provision.certify.probe.expect import LEVELS
@@ -56,8 +57,6 @@ from provision.spec import digest
 from provision.spec.model import ClusterSpec
 from provision.state import ClusterState
 
-PROBE = f"{PREFIX}/bin/certify-probe"
-GPUBENCH = f"{PREFIX}/bin/gpubench"
 FS_SIZE_MIB = {"quick": 16, "standard": 256, "full": 1024}
 PROBE_TIMEOUT_S = {"quick": 120, "standard": 1800, "full": 3 * 3600}
 VERIFY_TIMEOUT_S = 300
@@ -142,6 +141,7 @@ def collect(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions,
                 run.scope = RunScope("partial", tuple(options.nodes), (), "no peer: the controller is unreachable")
             eligible = _prechecks(run, fleet)
             answered = _probe(run, fleet, eligible)
+            bench_again.measure_again(run, fleet, answered)  # a failed GPU benchmark figure is measured again
             user_steps.definitions(run, fleet, answered)
             _fs_verify(run, fleet, answered)
             usable = user_steps.user_job(run, fleet, answered)  # where certify's user runs: the user-shaped steps
@@ -155,7 +155,7 @@ def collect(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions,
     return assemble(cluster=cluster.name, level=options.level, nodes=judged.nodes, probes=run.probes,
                     started_at=started, finished_at=now_iso(), fs_verify=run.fs_verify, nccl=run.nccl,
                     pairs=run.pairs, extra_checks=run.checks, probed=[n.name for n in run.compute],
-                    spec_digest=digest.of_spec(spec), scope=run.scope)
+                    spec_digest=digest.of_spec(spec), scope=run.scope, again=run.again)
 
 
 def certified(cluster: ClusterInfo, nodes: tuple[str, ...]) -> ClusterInfo:

@@ -21,6 +21,8 @@ from provision.spec.model import ClusterSpec
 
 PREFIX = "/opt/gpu-provision/certify"  # the certify role's certify_prefix
 MPI_CHECK = f"{PREFIX}/bin/mpi-check"  # built by the certify role with mpicc on compute nodes
+PROBE = f"{PREFIX}/bin/certify-probe"
+GPUBENCH = f"{PREFIX}/bin/gpubench"
 
 
 def expectation_for(node: NodeInfo, spec: ClusterSpec, *, run_id: str = "manual",
@@ -58,6 +60,7 @@ class Session:
     checks: list[CheckResult] = field(default_factory=list)
     probes: dict[str, ProbeDocument] = field(default_factory=dict)
     fs_verify: dict[str, ProbeDocument] | None = None
+    again: dict[str, ProbeDocument] = field(default_factory=dict)  # node -> its GPU benchmarks measured again
     pairs: list[PairResult] = field(default_factory=list)
     nccl: list[NcclJob] = field(default_factory=list)
     precheck: dict[str, str] = field(default_factory=dict)  # node -> its pre-check output

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from provision import __version__
 from provision.certify import catalogue
-from provision.certify.judging import netmatrix, partial, thresholds
+from provision.certify.judging import confirm, netmatrix, partial, thresholds
 from provision.certify.judging.judge import Sample, judge
 from provision.certify.judging.nccl import Fabric, NcclJob, judge_jobs
 from provision.certify.judging.netmatrix import PairResult
@@ -49,7 +49,8 @@ def assemble(*, cluster: str, level: str, nodes: Sequence[NodeInfo], probes: Map
              started_at: str, finished_at: str, fs_verify: Mapping[str, ProbeDocument] | None = None,
              nccl: Sequence[NcclJob] = (), pairs: Sequence[PairResult] = (),
              extra_checks: Sequence[CheckResult] = (), probed: Sequence[str] | None = None,
-             spec_digest: str | None = None, scope: RunScope = RunScope()) -> ClusterReport:
+             spec_digest: str | None = None, scope: RunScope = RunScope(),
+             again: Mapping[str, ProbeDocument] | None = None) -> ClusterReport:
     """Every input judged; nodes in the order given; cluster-wide checks after the node results.
 
     `probed` names the nodes the probe was meant to run on (default: all); the others (a controller that
@@ -58,7 +59,10 @@ def assemble(*, cluster: str, level: str, nodes: Sequence[NodeInfo], probes: Map
     this tool's version and `spec_digest`, the spec's fingerprint (provision.spec.digest).
 
     A partial `scope`: the nodes are the controller and the nodes certified; the pairs also reach the scope's peers,
-    which are in the matrix but get no check (judging.partial)."""
+    which are in the matrix but get no check (judging.partial).
+
+    `again`: the GPU benchmarks measured a second time (the probe's --bench-again documents, per node) where a
+    benchmark figure failed; each is judged by the better of its figures (judging.confirm)."""
     names = [n.name for n in nodes]
     readers = names if probed is None else [n for n in probed if n in probes and probes[n].mode == "probe"]
     probed = names if probed is None else list(probed)
@@ -72,8 +76,8 @@ def assemble(*, cluster: str, level: str, nodes: Sequence[NodeInfo], probes: Map
         per_node[node.name] += _probe_checks(node, doc)
         if doc and doc.current:
             measurements += [replace(m, node=node.name) for m in doc.measurements]
-    for result in judge(_samples(measurements)):
-        per_node[result.node].append(_peak_sanity(result, measurements))
+    for result in judge_measurements(measurements, again):
+        per_node[result.node].append(result)
     for result in _fs_checksums(readers, probes, fs_verify):
         per_node[result.node].append(result)
     for result in _judge_nccl(list(nccl), nodes, probes):
@@ -91,6 +95,27 @@ def assemble(*, cluster: str, level: str, nodes: Sequence[NodeInfo], probes: Map
                          for n in nodes)
     return ClusterReport(cluster, level, started_at, finished_at, node_results, tuple(cluster_checks), matrix,
                          tool_version=__version__, spec_digest=spec_digest, scope=scope)
+
+
+def judge_measurements(measurements: Sequence[Measurement],
+                       again: Mapping[str, ProbeDocument] | None = None) -> list[CheckResult]:
+    """Every measurement against its floor and its peers, in order; where `again` holds a node's second benchmark
+    figures, each by the better of its two (a fail on the first alone is a warning naming both)."""
+    measurements = list(measurements)
+    first = [_peak_sanity(r, measurements) for r in judge(_samples(measurements))]
+    seconds = {node: [replace(m, node=node) for m in doc.measurements] if doc.mode == "bench" and doc.current_version
+               else [] for node, doc in (again or {}).items()}  # a second run without a document: no figure
+    if not seconds:
+        return first
+    best, figures = confirm.better(measurements, seconds)
+    judged = [_peak_sanity(r, best) for r in judge(_samples(best))]
+    return [confirm.confirmed(b, f, pair) for b, f, pair in zip(judged, first, figures)]
+
+
+def benchmark_fails(probes: Mapping[str, ProbeDocument]) -> list[str]:
+    """The nodes whose GPU benchmark figures, judged once, fail: the runner measures them again."""
+    measured = [replace(m, node=node) for node, doc in probes.items() if doc.current for m in doc.measurements]
+    return confirm.to_measure_again(judge_measurements(measured)) if measured else []
 
 
 def node_inventory(doc: ProbeDocument | None) -> NodeInventory | None:

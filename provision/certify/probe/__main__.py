@@ -23,6 +23,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--burn-seconds", type=int, help="GEMM burn-in before measuring (full level: 1800)")
     parser.add_argument("--fs-verify", action="store_true",
                         help="second pass: read every node's file of this run and compare checksums")
+    parser.add_argument("--bench-again", action="store_true",
+                        help="only the GPU benchmarks, without burn-in: a figure that failed, measured again")
     return parser.parse_args(argv)
 
 
@@ -50,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.fs_verify:
         doc = collect.verify_filesystem(expect)
+    elif args.bench_again:
+        doc = collect.bench_again(expect, args.level, gpubench=args.gpubench)
     else:
         doc = collect.run(expect, args.level, gpubench=args.gpubench, burn_seconds=args.burn_seconds)
     print(json.dumps(doc.to_dict(), separators=(",", ":"), default=str))

@@ -14,7 +14,7 @@ from provision.certify.probe.expect import NodeExpectation
 from provision.certify.probe.health import LoadSummary
 from provision.certify.probe.records import CheckResult, Measurement
 
-__all__ = ["PROBE_VERSION", "run", "verify_filesystem"]
+__all__ = ["PROBE_VERSION", "bench_again", "run", "verify_filesystem"]
 BURN_SECONDS = {"quick": None, "standard": 0, "full": 1800}  # None: no GPU benchmark at this level
 BENCH_TIMEOUT_S = 600.0  # per phase, on top of the burn-in
 
@@ -42,6 +42,16 @@ def run(expect: NodeExpectation, level: str, *, gpubench: str | None = None,
                          software=software.read().to_dict(),
                          checks=tuple(checks + fs_checks), measurements=tuple(measurements + fs_measurements),
                          duration_s=round(time.monotonic() - started, 1))
+
+
+def bench_again(expect: NodeExpectation, level: str, *, gpubench: str | None = None) -> ProbeDocument:
+    """The GPU benchmarks alone, without burn-in (the GPUs are warm from the first run): measured again where a
+    figure of the first run failed (certify.judging.confirm)."""
+    started, started_at = time.monotonic(), now_iso()
+    _, _, check, measurements, bench_doc = _gpus(expect, 0, gpubench)
+    return ProbeDocument(mode="bench", node=expect.node, hostname=socket.gethostname(), level=level,
+                         run_id=expect.run_id, started_at=started_at, gpubench=bench_doc, checks=(check,),
+                         measurements=tuple(measurements), duration_s=round(time.monotonic() - started, 1))
 
 
 def verify_filesystem(expect: NodeExpectation) -> ProbeDocument:

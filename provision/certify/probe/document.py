@@ -1,8 +1,9 @@
 """The probe's document: what one node reports, as one JSON line on the probe's stdout and as a typed record on both
 sides. The probe builds it (collect.py); the control side reads it back (`from_dict`) and judges it.
 
-Three kinds: "probe" (the node's checks and measurements and the raw readings behind them), "fs-verify" (the
-second pass that reads every node's file of the run) and "error" (the probe could not run, or the control side
+Four kinds: "probe" (the node's checks and measurements and the raw readings behind them), "fs-verify" (the
+second pass that reads every node's file of the run), "bench" (the GPU benchmarks alone, measured again where a
+figure failed: gpu.bench and the benchmark measurements) and "error" (the probe could not run, or the control side
 could not get a document from it: `error` says why). A document of another PROBE_VERSION keeps only its header,
 so a node running other code is reported as such instead of being misread.
 """
@@ -15,7 +16,7 @@ from provision.certify.probe import PROBE_VERSION
 from provision.certify.probe.records import CheckResult, Measurement
 from provision.certify.probe.system import RdmaPort
 
-MODES = ("probe", "fs-verify", "error")
+MODES = ("probe", "fs-verify", "bench", "error")
 _HEADER = ("probe_version", "mode", "node", "hostname", "level", "run_id", "started_at", "duration_s", "error")
 
 
@@ -51,6 +52,11 @@ class ProbeDocument:
     def current(self) -> bool:
         """A probe report of this code's version, whose checks could all be read."""
         return self.mode == "probe" and self.probe_version == PROBE_VERSION and self.error is None
+
+    @property
+    def current_version(self) -> bool:
+        """A document of this code's version whose checks could all be read (any kind)."""
+        return self.probe_version == PROBE_VERSION and self.error is None
 
     @property
     def fs_written(self) -> bool:

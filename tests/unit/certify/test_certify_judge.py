@@ -41,6 +41,14 @@ def test_uniform_fleet_passes():
     assert verdicts([792.0, 791.5, 792.4, 790.9, 793.1]) == ["pass"] * 5
 
 
+def test_a_fleet_that_agrees_to_the_third_decimal_needs_the_drop_bands_not_a_few_percent():
+    # identical GPUs: MAD 0.1 TFLOP/s, so without the spread's floor (2 % of the median) 4 % would be z of -200
+    peers = [792.0, 792.1, 791.9, 792.0, 792.1, 791.9, 792.0]
+    assert verdicts([*peers, 792.0 * 0.96], None)[-1] == "pass"  # 4 %: z -2 against the 2 % floor
+    assert verdicts([*peers, 792.0 * 0.92], None)[-1] == "warn"  # 8 %: z -4, past the 5 % warn band
+    assert verdicts([*peers, 792.0 * 0.88], None)[-1] == "fail"  # 12 %: z -6, past the 10 % fail band
+
+
 def test_value_just_above_floor_warns():
     assert verdicts([700.0], FLOOR) == ["warn"]  # within 5 % of 675.3
 

@@ -51,6 +51,18 @@ def test_probe_without_nvml_prints_one_document_with_gpu_checks_na(tmp_path):
     assert {m["metric"] for m in doc["measurements"]} >= {"fs.write_bw", "fs.read_bw"}
 
 
+def test_bench_again_runs_only_the_gpu_benchmarks_and_says_so(tmp_path):
+    expect = {"node": "g1", "fs_mount": str(tmp_path), "fs_size_mib": 8, "run_id": "r1"}
+    done = run_probe("--bench-again", "--level", "standard", "--expect-json", json.dumps(expect))
+    assert done.returncode == 0, done.stderr
+    doc = ProbeDocument.from_dict(json.loads(done.stdout))
+    assert doc.mode == "bench" and doc.node == "g1" and doc.current_version and doc.fs is None
+    assert [c.check for c in doc.checks] == ["gpu.bench"]  # no health, Xid, RDMA or filesystem checks
+    assert not list(tmp_path.iterdir())  # the shared filesystem is not written again
+    if not doc.gpubench:  # this machine has no GPU: n/a, no figure
+        assert doc.checks[0].verdict == "na" and doc.measurements == ()
+
+
 def test_probe_rejects_bad_expectation_with_the_field_named():
     done = run_probe("--expect-json", json.dumps({"node": "n1", "gpu_count": "eight"}))
     assert done.returncode == 2
