@@ -233,6 +233,11 @@ def _sacct(cluster: LiveCluster, jobs: list[str]) -> dict[str, dict[str, str]]:
     return found
 
 
+def _started(accounted: dict[str, dict[str, str]], users: list[str]) -> dict[str, dict[str, str]] | None:
+    """The accounting records once every one of the users' jobs has started, else None."""
+    return accounted if all(accounted.get(user, {}).get("start") for user in users) else None
+
+
 def test_active_checks_drain_a_slow_node_return_it_and_never_make_a_user_wait(cluster, capsys):
     """health.active turned on from the spec (up applies it); a node's link shaped to 20 Mbit/s with every daemon
     healthy is drained by the active checks naming the network and the figure, and returned once the shaping is gone;
@@ -244,7 +249,10 @@ def test_active_checks_drain_a_slow_node_return_it_and_never_make_a_user_wait(cl
     assert "PreemptType=preempt/partition_prio" in slurm_conf and "PartitionName=gp-active" in slurm_conf
     collided = _collisions(cluster, 30)
     assert len(collided) >= 3, collided
-    accounted = _sacct(cluster, [j for _, active, user in collided for j in (active, user)])
+    jobs = [j for _, active, user in collided for j in (active, user)]
+    users = [user for _, _, user in collided]
+    accounted = _wait_for(lambda: _started(_sacct(cluster, jobs), users), 60) or _sacct(cluster, jobs)
+    assert all(accounted.get(user, {}).get("start") for user in users), accounted  # every user's job started
     waits = [accounted[user]["start"] - accounted[user]["submit"] for _, _, user in collided]
     assert all(accounted[active]["state"] in ("PREEMPTED", "CANCELLED") for _, active, _ in collided), accounted
     assert max(waits) <= 5, waits  # not the check's ~15 s: only the seconds Slurm takes to cancel it
