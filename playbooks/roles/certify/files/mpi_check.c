@@ -1,7 +1,9 @@
 /* gpu-provision certify: an MPI job shaped like a user's, started with `srun --mpi=pmix`.
  *
  * Every rank contributes known values to allreduces (one integer, then a vector of MPI_CHECK_COUNT
- * 64-bit integers) and checks every element of the result, so a wrong sum anywhere is caught. Each rank
+ * 64-bit integers) and checks every element of the result, so a wrong sum anywhere is caught. First, every
+ * rank exchanges one value with every other rank directly (MPI_Sendrecv), so a fault between any two nodes
+ * fails the job: collectives alone talk to a few partners each and may never use a broken path. Each rank
  * prints one line:
  *   mpi rank=R size=N host=H errors=E small_us=T1 large_ms=T2 bytes=B
  * and exits 1 when its result was wrong. Rank 0's timings are the job's figures.
@@ -28,6 +30,12 @@ int main(int argc, char **argv) {
     int64_t mine = rank + 1, total = 0;
     MPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD); /* wires up the connections */
     long errors = total != ranks_sum;
+    for (int step = 1; step < size; step++) { /* every pair of ranks, directly */
+        int64_t got = -1;
+        MPI_Sendrecv(&mine, 1, MPI_INT64_T, (rank + step) % size, step, &got, 1, MPI_INT64_T,
+                     (rank - step + size) % size, step, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        errors += got != (rank - step + size) % size + 1;
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     MPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
