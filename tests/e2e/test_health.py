@@ -1,12 +1,15 @@
-"""Keeping the cluster healthy, end to end on its own sandbox cluster (1 controller + 6 compute, health passes every
-5 s): the node health program drains and resumes through Slurm (the failed check named within `sinfo -R`'s 20
-characters), leaves other drains alone and ends when slurmctld is down; `provision health --now` runs a pass on every
-node at once; `deploy --rolling 2` changes two nodes at a time, and a fault in batch 2 stops the roll with batch 3 as
-it was.
+"""Keeping the cluster healthy, end to end on its own sandbox cluster (1 controller + 8 compute, health passes every
+5 s): certify locates a fault that breaks MPI between exactly two of the 8 nodes by bisection (and the health
+program drains nothing for it); the node health program drains and resumes through Slurm (the failed check named
+within `sinfo -R`'s 20 characters), leaves other drains alone and ends when slurmctld is down; `provision health
+--now` runs a pass on every node at once; `deploy --rolling 2` changes two nodes at a time, and a fault in batch 2
+stops the roll with batches 3 and 4 as they were.
 """
 from __future__ import annotations
 
 import json
+import math
+import re
 import shlex
 import time
 
@@ -14,9 +17,12 @@ import pytest
 
 from provision import hostlist
 from provision.cluster import lifecycle
+from provision.providers.sandbox import faults
 from provision.spec.loader import load_spec
 
 from conftest import LiveCluster, provision
+from test_certify import certify, checks, failed_nodes, report, seconds
+from test_deploy_faults import faults_target
 
 pytestmark = pytest.mark.e2e
 
@@ -26,7 +32,7 @@ name: health
 provider: {{type: sandbox, subnet: 10.93.0.0/24}}
 node_groups:
   - {{name: ctl, roles: [controller], count: 1}}
-  - {{name: compute, roles: [compute], count: 6}}
+  - {{name: compute, roles: [compute], count: 8}}
 health: {{interval_s: {interval}}}
 """
 MARK = " (gpu-provision-health)"  # how the program's drain reasons end; they start with "hc:<check>: "
@@ -67,6 +73,49 @@ def _sinfo_r(cluster: LiveCluster) -> dict[str, str]:
     """node -> the REASON column of plain `sinfo -R` (its default width: 20 characters)."""
     out = cluster.ssh(cluster.controller, "sinfo -R -h").stdout
     return {line.split()[-1]: line[:20] for line in out.splitlines() if line.strip()}
+
+
+def _connect(cluster: LiveCluster, node: str) -> str:
+    """A TCP connection to the node's sshd, from the node the command runs on."""
+    return f"timeout 5 bash -c '</dev/tcp/{cluster.info.node(node).address}/22'"
+
+
+def _idle(cluster: LiveCluster) -> bool:
+    states = cluster.ssh(cluster.controller, "sinfo -h -N -o '%N %T'").stdout
+    table = dict(line.split() for line in states.splitlines() if line.strip())
+    return all(table.get(n) == "idle" for n in cluster.compute)
+
+
+def test_mpi_broken_between_two_of_eight_nodes_is_bisected_to_that_pair(cluster, capsys):
+    pair = ("compute03", "compute06")
+    root, name = faults_target(cluster)
+    faults.cut_pair(root, name, *pair)
+    try:
+        assert cluster.ssh(pair[0], _connect(cluster, pair[1]), check=False).returncode  # refused at once
+        assert cluster.ssh(pair[0], _connect(cluster, "compute04")).returncode == 0  # every other path works
+        rc, doc = certify(cluster)
+        drained = _reasons(cluster)
+    finally:
+        faults.restore_pair(root, name, *pair)
+    assert rc == 1 and failed_nodes(doc) == set(pair), failed_nodes(doc)
+    assert drained == {}  # the health program's passes never looked between nodes
+    found = next(c for c in doc["checks"] if c["check"] == "mpi.bisect")
+    assert found["verdict"] == "fail" and found["subject"] == "compute[03,06]", found
+    assert found["detail"].startswith("the fault is between compute03 and compute06: a job on the two of them alone "
+                                      "fails"), found["detail"]
+    path = re.findall(r"(\d+)\. (half|across|pair) (\S+): (pass|fail)", found["detail"])
+    assert 3 <= len(path) <= 2 * math.log2(8) + 2, found["detail"]
+    assert [int(p[0]) for p in path] == list(range(1, len(path) + 1)) and path[-1][2:] == ("compute[03,06]", "fail")
+    assert all(p[3] == "pass" for p in path if not {"compute03", "compute06"} <= set(hostlist.expand(p[2])))
+    assert {c["node"]: c["verdict"] for c in checks(doc) if c["check"] == "mpi.start"} == dict.fromkeys(
+        cluster.compute, "pass")  # each node alone
+    assert {(c["node"], c["subject"]) for c in checks(doc) if c["check"] == "mpi.pair"} == {
+        ("compute03", "compute03<->compute06"), ("compute06", "compute06<->compute03")}
+    allreduce = next(c for c in doc["checks"] if c["check"] == "mpi.allreduce")
+    assert "bisection: the fault is between compute03 and compute06" in allreduce["detail"]
+    report(capsys, f"pair cut {pair[0]}-{pair[1]}: certify took {seconds(doc):.1f} s; mpi.bisect: {found['value']} "
+                   f"jobs; {found['detail']}")
+    assert _wait_for(lambda: _idle(cluster), 120)
 
 
 def test_munge_stopped_drains_the_node_and_started_again_resumes_it(cluster):
@@ -171,8 +220,9 @@ def _interval_on(cluster: LiveCluster, node: str) -> str:
 def test_a_rolling_deploy_takes_at_most_two_nodes_out_at_a_time(cluster):
     rc, result, samples = _rolled(cluster, INTERVAL + 1)
     assert rc == 0, result
-    assert result["batches"] == [["compute01", "compute02"], ["compute03", "compute04"], ["compute05", "compute06"]]
-    assert [o["stage"] for o in result["outcomes"]] == ["released"] * 3
+    assert result["batches"] == [["compute01", "compute02"], ["compute03", "compute04"], ["compute05", "compute06"],
+                                 ["compute07", "compute08"]]
+    assert [o["stage"] for o in result["outcomes"]] == ["released"] * 4
     assert len(samples) > 10 and max(len(s) for s in samples) == 2  # the sampler saw the batches, never more
     for batch in result["batches"]:
         assert any(s == set(batch) for s in samples), batch
@@ -181,7 +231,7 @@ def test_a_rolling_deploy_takes_at_most_two_nodes_out_at_a_time(cluster):
     assert "gpu_provision_certify" not in cluster.ssh(cluster.controller, "scontrol show reservation").stdout
 
 
-def test_a_fault_in_batch_two_stops_the_roll_and_leaves_batch_three_as_it_was(cluster):
+def test_a_fault_in_batch_two_stops_the_roll_and_leaves_batches_three_and_four_as_they_were(cluster):
     # certify cannot make its scratch folder on compute03 (a file stands there); no role and no health check minds
     scratch = "/run/gpu-provision-certify"
     cluster.ssh("compute03", f"rm -rf {scratch} && touch {scratch}")
@@ -189,9 +239,10 @@ def test_a_fault_in_batch_two_stops_the_roll_and_leaves_batch_three_as_it_was(cl
         rc, result, samples = _rolled(cluster, INTERVAL + 2)
         assert rc == 1, result
         assert [(o["stage"], o["ok"]) for o in result["outcomes"]] == [("released", True), ("certify", False)]
-        assert result["untouched"] == ["compute05", "compute06"]
+        assert result["untouched"] == ["compute05", "compute06", "compute07", "compute08"]
         assert max(len(s) for s in samples) <= 2
-        assert {_interval_on(cluster, n) for n in ["compute05", "compute06"]} == {f"HealthCheckInterval={INTERVAL + 1}"}
+        assert {_interval_on(cluster, n) for n in ["compute05", "compute06", "compute07", "compute08"]} == {
+            f"HealthCheckInterval={INTERVAL + 1}"}
         assert _interval_on(cluster, "compute01") == f"HealthCheckInterval={INTERVAL + 2}"
         assert _reasons(cluster).get("compute03", "").startswith("certify:")  # held, the failed checks named
         assert "compute03" in cluster.ssh(cluster.controller,

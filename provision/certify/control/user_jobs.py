@@ -142,10 +142,10 @@ def started_alone(step: Step, alone: Mapping[str, StepOutput]) -> bool:
     return all(node in alone and not mpi_failed(alone_step(step, node), alone[node]) for node in step.nodes)
 
 
-def failure_summary(step: Step, output: StepOutput) -> str:
-    """How a failed job across the nodes ended, in one line (srun's reasons, first few)."""
-    reasons = [f"{n}: {r}" for n, r in output.errors.items()] + output.general
-    return "; ".join(reasons[:3]) or "ranks missing or wrong"
+def failure_summary(step: Step, output: StepOutput, reasons: int = 3) -> str:
+    """How a failed job across the nodes ended, in one line (srun's reasons, the first few)."""
+    found = [f"{n}: {r}" for n, r in output.errors.items()] + output.general
+    return "; ".join(found[:reasons]) or "ranks missing or wrong"
 
 
 def mpi_checks(step: Step, output: StepOutput, seconds: float, alone: Mapping[str, StepOutput] | None = None,

@@ -127,7 +127,7 @@ def _bisect(run: Session, fleet: Fleet, one: srun.Step) -> bisect.Bisection:
         output, _, _ = step(run, fleet, subset)
         failed = user_jobs.mpi_failed(subset, output)
         run.progress(f"bisection: MPI job on {', '.join(nodes)}: {'fail' if failed else 'pass'}")
-        return user_jobs.failure_summary(subset, output) if failed else None
+        return user_jobs.failure_summary(subset, output, reasons=1) if failed else None
 
     found = bisect.bisect(one.nodes, launch, concurrent=True)
     run.progress(f"bisection: {user_jobs.located(found)} ({found.jobs} jobs)")
