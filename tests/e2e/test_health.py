@@ -100,7 +100,7 @@ def test_mpi_broken_between_two_of_eight_nodes_is_bisected_to_that_pair(cluster,
     assert rc == 1 and failed_nodes(doc) == set(pair), failed_nodes(doc)
     assert drained == {}  # the health program's passes never looked between nodes
     found = next(c for c in doc["checks"] if c["check"] == "mpi.bisect")
-    assert found["verdict"] == "fail" and found["subject"] == "compute[03,06]", found
+    assert found["verdict"] == "fail" and found["subject"] == "compute03<->compute06", found
     assert found["detail"].startswith("the fault is between compute03 and compute06: a job on the two of them alone "
                                       "fails"), found["detail"]
     path = re.findall(r"(\d+)\. (half|across|pair) (\S+): (pass|fail)", found["detail"])

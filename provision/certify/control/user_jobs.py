@@ -225,8 +225,8 @@ def bisect_checks(found: Bisection, checks: Sequence[CheckResult]) -> list[Check
     verdict = located(found)
     amended = [replace(c, detail=f"{c.detail}; bisection: {verdict}") if c.check == "mpi.allreduce" else c
                for c in checks]
-    pair = hostlist.compress(found.culprit)
-    cluster = CheckResult("mpi.bisect", "fail", subject=pair if found.localised else None, value=found.jobs,
+    pair = "<->".join(found.culprit) if found.localised else None  # the subject of a pair, as net.pairwise_bw's
+    cluster = CheckResult("mpi.bisect", "fail", subject=pair, value=found.jobs,
                           unit="jobs", threshold="a job on every subset of the nodes passes", source=BISECT_SOURCE,
                           detail=f"{verdict}; {found.jobs} jobs on {len(found.path)} subsets: {path_text(found)}")
     if not found.localised:

@@ -186,7 +186,7 @@ def test_bisection_fails_the_cluster_and_each_node_of_the_pair_and_names_it_in_t
         ("mpi.allreduce", None, "fail"), ("mpi.bisect", None, "fail"), ("mpi.pair", "n1", "fail"),
         ("mpi.pair", "n3", "fail")]
     assert checks[0].detail.startswith("0 of 8 ranks; bisection: the fault is between n1 and n3")
-    assert checks[1].value == 5 and checks[1].subject == "n[1,3]"
+    assert checks[1].value == 5 and checks[1].subject == "n1<->n3"
     assert checks[1].detail.endswith("5 jobs on 3 subsets: 1. half n[1-2]: pass; 2. half n[3-4]: pass (the first "
                                      "launch failed: Segmentation fault); 3. across n[1,3-4]: fail (n3: Killed)")
     assert "and n3" in checks[2].detail and checks[3].subject == "n3<->n1"

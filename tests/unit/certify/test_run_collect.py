@@ -353,7 +353,7 @@ def test_mpi_broken_between_two_nodes_is_bisected_to_that_pair_and_the_report_li
     assert {c.node: c.verdict for c in report.all_checks() if c.check == "mpi.start"} == dict.fromkeys(
         ("node01", "store01", "store02"), "pass")  # each alone
     found = next(c for c in report.checks if c.check == "mpi.bisect")
-    assert found.subject == "store[01-02]" and found.value == 4
+    assert found.subject == "store01<->store02" and found.value == 4
     assert found.detail.startswith("the fault is between store01 and store02: a job on the two of them alone fails")
     assert found.detail.endswith("; 4 jobs on 3 subsets: 1. half node01,store01: pass; 2. across node01,store02: pass; "
                                  "3. pair store[01-02]: fail (store01: Exited with exit code 1)")
