@@ -140,6 +140,11 @@ ENTRIES: tuple[Check, ...] = (
     _node("mpi.start", "ranks", "MPI starts on the node through srun --mpi=pmix", "2 ranks a node, correct sums"),
     Check("mpi.allreduce", "cluster", "s", "an 8-byte and an 8 MiB allreduce across every compute node",
           "every element correct"),
+    Check("mpi.bisect", "cluster", "jobs", "when the MPI job across the nodes keeps failing while every node starts "
+          "alone: bisection runs it on halves of the nodes and across them (O(log N) jobs) and names the pair whose "
+          "job alone fails; the detail lists every job it ran", "a job on every subset of the nodes passes"),
+    _node("mpi.pair", None, "the node is one of the pair bisection located: MPI fails between it and the peer it names",
+          "a job with every other node passes"),
     _node("mpi.peers", "peers", "a partial run: MPI runs across the certified nodes and up to 3 peers in service (one "
           "rank a node); when it fails, the node is judged by its runs with each peer", "runs with more than half of "
           "the peers"),

@@ -13,7 +13,8 @@ Order of one run (quick on 4 sandbox nodes: about 15 s):
    figures fail run the benchmarks again (control/bench_again.py; none on a cluster without GPUs).
 4. Jobs shaped like users': each node asked for whole (--exclusive, every CPU, most of the memory:
    slurm.node_resources), then one MPI job across every compute node through `srun --mpi=pmix` whose
-   allreduces are verified (mpi.start per node, mpi.allreduce with its time).
+   allreduces are verified (mpi.start per node, mpi.allreduce with its time); when it keeps failing while every
+   node starts alone, bisection on halves of the nodes names the pair at fault (mpi.bisect, mpi.pair).
 5. sbatch across the same nodes (slurm.sbatch, waited for in sacct) while the pairwise network matrix
    runs (net.pairwise_bw, net.node_bw); GPU gres jobs (all of a node's GPUs, then one) and, at standard
    and full, nccl-tests.

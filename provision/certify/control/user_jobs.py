@@ -12,6 +12,9 @@
   user_steps.MPI_RELAUNCHES times: failing every time fails mpi.allreduce (the fault is between the nodes); a
   pass warns, naming the first failure (an intermittent start-up failure users' jobs meet too, e.g. Open MPI's
   start-up race).
+- mpi.bisect (the cluster) and mpi.pair (the two nodes at fault): when the relaunches fail too and every node starts
+  alone, bisection (control/bisect.py) runs the job on halves of the nodes and across them until it names the pair
+  whose job alone fails; mpi.bisect lists the jobs it ran, in order, and mpi.allreduce names the pair.
 
 Pure: steps are srun.Step records; the judgement reads srun.StepOutput.
 """
@@ -22,6 +25,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from provision import hostlist
+from provision.certify.control.bisect import Bisection
 from provision.certify.control.node_definition import Definition
 from provision.certify.control.slurm_checks import parse_fields
 from provision.certify.control.srun import Step, StepOutput
@@ -137,10 +142,10 @@ def started_alone(step: Step, alone: Mapping[str, StepOutput]) -> bool:
     return all(node in alone and not mpi_failed(alone_step(step, node), alone[node]) for node in step.nodes)
 
 
-def failure_summary(step: Step, output: StepOutput) -> str:
-    """How a failed job across the nodes ended, in one line (srun's reasons, first few)."""
-    reasons = [f"{n}: {r}" for n, r in output.errors.items()] + output.general
-    return "; ".join(reasons[:3]) or "ranks missing or wrong"
+def failure_summary(step: Step, output: StepOutput, reasons: int = 3) -> str:
+    """How a failed job across the nodes ended, in one line (srun's reasons, the first few)."""
+    found = [f"{n}: {r}" for n, r in output.errors.items()] + output.general
+    return "; ".join(found[:reasons]) or "ranks missing or wrong"
 
 
 def mpi_checks(step: Step, output: StepOutput, seconds: float, alone: Mapping[str, StepOutput] | None = None,
@@ -209,3 +214,47 @@ def _allreduce_check(step: Step, ranks: list[Rank], expected: int, seconds: floa
                        detail=f"{expected} ranks on {len(step.nodes)} nodes in {seconds:.2f} s (srun wall time); "
                               f"{rank0.bytes // 2**20} MiB allreduce {rank0.large_ms:.1f} ms ({rate:.2f} GB/s "
                               f"algbw), 8-byte allreduce {rank0.small_us:.0f} us")
+
+
+BISECT_SOURCE = "srun --mpi=pmix mpi-check on halves of the nodes and across them (bisection)"
+
+
+def bisect_checks(found: Bisection, checks: Sequence[CheckResult]) -> list[CheckResult]:
+    """`checks` (the MPI checks) with mpi.allreduce naming where bisection found the fault, then mpi.bisect, and
+    mpi.pair on each node of a located pair."""
+    verdict = located(found)
+    amended = [replace(c, detail=f"{c.detail}; bisection: {verdict}") if c.check == "mpi.allreduce" else c
+               for c in checks]
+    pair = "<->".join(found.culprit) if found.localised else None  # the subject of a pair, as net.pairwise_bw's
+    cluster = CheckResult("mpi.bisect", "fail", subject=pair, value=found.jobs,
+                          unit="jobs", threshold="a job on every subset of the nodes passes", source=BISECT_SOURCE,
+                          detail=f"{verdict}; {found.jobs} jobs on {len(found.path)} subsets: {path_text(found)}")
+    if not found.localised:
+        return [*amended, cluster]
+    return [*amended, cluster, *(pair_check(node, found) for node in found.culprit)]
+
+
+def located(found: Bisection) -> str:
+    """Where the fault is, in one sentence."""
+    if found.localised and len(found.culprit) == 2:
+        a, b = found.culprit
+        return (f"the fault is between {a} and {b}: a job on the two of them alone fails while each starts MPI alone "
+                f"and every job of the search that held only one of them passed")
+    return (f"not localised to a pair: the smallest set of nodes whose job fails is "
+            f"{hostlist.compress(found.culprit)} (a fault that needs more nodes, or one that comes and goes)")
+
+
+def pair_check(node: str, found: Bisection) -> CheckResult:
+    """mpi.pair on one node of the located pair, naming its peer."""
+    peer = next(n for n in found.culprit if n != node)
+    return CheckResult("mpi.pair", "fail", node=node, subject=f"{node}<->{peer}", unit=None,
+                       threshold="a job with every other node passes", source=BISECT_SOURCE,
+                       detail=f"MPI fails between this node and {peer} (a job on the two of them alone fails; each "
+                              f"starts alone): check the network between them (routes, firewall, MTU); mpi.bisect "
+                              f"lists the jobs that found it")
+
+
+def path_text(found: Bisection) -> str:
+    """The jobs bisection ran, in order: `1. half compute[01-04]: pass; 2. ...` (a subset that failed ran twice)."""
+    return "; ".join(f"{i}. {t.purpose} {hostlist.compress(t.nodes)}: {t.outcome}"
+                     for i, t in enumerate(found.path, 1))

@@ -2,7 +2,9 @@
 of the nodes against their hardware, the whole-node jobs, the MPI job, and configuration consistency."""
 from __future__ import annotations
 
-from provision.certify.control import as_user, consistency, enforcement, node_definition, srun, user_jobs
+from dataclasses import replace
+
+from provision.certify.control import as_user, bisect, consistency, enforcement, node_definition, srun, user_jobs
 from provision.certify.control.fleet import Fleet
 from provision.certify.control.session import MPI_CHECK, Session, step
 from provision.certify.control.slurm_checks import parse_fields
@@ -12,6 +14,7 @@ RANKS_PER_NODE = 2  # two ranks a node (when every node has 2 CPUs) also exercis
 # (README, "Known issue") crashes about 1 launch in 50 on an idle machine and more under load; a fail is then
 # three failed launches in a row, the fault still there each time we look.
 MPI_RELAUNCHES = 2
+BISECT_FROM = 3  # nodes: a job across two that fails while each starts alone already names its pair
 
 
 def read_view(run: Session, fleet: Fleet) -> None:
@@ -79,7 +82,8 @@ def enforcement_checks(run: Session, fleet: Fleet, usable: list[str]) -> None:
 
 
 def mpi(run: Session, fleet: Fleet, answered: list[str]) -> None:
-    """mpi.start and mpi.allreduce: one MPI job across every compute node that took the probe."""
+    """mpi.start and mpi.allreduce: one MPI job across every compute node that took the probe; when it keeps failing
+    while every node starts alone, mpi.bisect and mpi.pair: bisection names the pair at fault."""
     if not answered:
         return
     cpus = [run.view[n].cpus for n in answered if n in run.view and run.view[n].cpus]
@@ -87,19 +91,47 @@ def mpi(run: Session, fleet: Fleet, answered: list[str]) -> None:
     one = run.as_user(user_jobs.mpi_step(answered, per_node, MPI_CHECK, run.job("mpi"), reservation_env(run)))
     run.progress(f"MPI job: {len(answered) * per_node} ranks on {len(answered)} nodes (srun --mpi=pmix)")
     output, _, seconds = step(run, fleet, one)
-    alone, first_failure = None, None
+    alone, first_failure, between = None, None, False
     if user_jobs.mpi_failed(one, output):
         run.progress("MPI job failed: running it on each node alone to find where MPI cannot start")
         alone = _each_alone(run, fleet, one)
         if user_jobs.started_alone(one, alone):
             first_failure = user_jobs.failure_summary(one, output)
-            for attempt in range(1, MPI_RELAUNCHES + 1):
-                run.progress(f"every node starts MPI alone: launching the job across the nodes again ({attempt} of "
-                             f"{MPI_RELAUNCHES})")
-                output, _, seconds = step(run, fleet, one)
-                if not user_jobs.mpi_failed(one, output):
-                    break
-    run.checks += user_jobs.mpi_checks(one, output, seconds, alone, first_failure)
+            output, seconds, between = _relaunch(run, fleet, one, output, seconds)
+    checks = user_jobs.mpi_checks(one, output, seconds, alone, first_failure)
+    if between and len(one.nodes) >= BISECT_FROM:
+        checks = user_jobs.bisect_checks(_bisect(run, fleet, one), checks)
+    run.checks += checks
+
+
+def _relaunch(run: Session, fleet: Fleet, one: srun.Step, output: srun.StepOutput,
+              seconds: float) -> tuple[srun.StepOutput, float, bool]:
+    """Launch the job across the nodes again, up to MPI_RELAUNCHES times, until one passes; the last launch's output
+    and time, and whether every launch failed."""
+    for attempt in range(1, MPI_RELAUNCHES + 1):
+        run.progress(f"every node starts MPI alone: launching the job across the nodes again ({attempt} of "
+                     f"{MPI_RELAUNCHES})")
+        output, _, seconds = step(run, fleet, one)
+        if not user_jobs.mpi_failed(one, output):
+            return output, seconds, False
+    return output, seconds, True
+
+
+def _bisect(run: Session, fleet: Fleet, one: srun.Step) -> bisect.Bisection:
+    """Bisection with the MPI job itself on subsets of the nodes (the two halves of a split at once)."""
+    run.progress(f"every node starts MPI alone and the job across {len(one.nodes)} nodes keeps failing: bisecting "
+                 "to find the pair at fault")
+
+    def launch(nodes: tuple[str, ...]) -> str | None:
+        subset = replace(one, nodes=nodes, job_name=run.job("mpi-bisect"))
+        output, _, _ = step(run, fleet, subset)
+        failed = user_jobs.mpi_failed(subset, output)
+        run.progress(f"bisection: MPI job on {', '.join(nodes)}: {'fail' if failed else 'pass'}")
+        return user_jobs.failure_summary(subset, output, reasons=1) if failed else None
+
+    found = bisect.bisect(one.nodes, launch, concurrent=True)
+    run.progress(f"bisection: {user_jobs.located(found)} ({found.jobs} jobs)")
+    return found
 
 
 def reservation_env(run: Session) -> tuple[tuple[str, str], ...]:

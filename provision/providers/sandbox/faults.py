@@ -1,4 +1,4 @@
-"""Faults on a running sandbox cluster, for tests: stop/start nodes, slow or cut links, stop services.
+"""Faults on a running sandbox cluster, for tests: stop/start nodes, slow or cut links, cut one pair, stop services.
 
 Each call names the state root (None: the default one), the cluster and the node, and returns when the
 fault is in place (start_node: when sshd answers again)."""
@@ -62,6 +62,29 @@ def restore_link(root: Path | None, cluster: str, name: str) -> None:
     _, _, item = _target(root, cluster, name)
     _clear_shaping(item.netns)
     commands.run(["ip", "-n", item.netns, "link", "set", network.NODE_IFNAME, "up"])
+
+
+def cut_pair(root: Path | None, cluster: str, a: str, b: str) -> None:
+    """Break traffic between two nodes and nothing else: each node's netns refuses the other's address (a prohibit
+    route: a connection fails at once instead of hanging); both keep talking to every other node."""
+    _, _, first = _target(root, cluster, a)
+    _, _, second = _target(root, cluster, b)
+    for argv in pair_routes(first, second, "replace"):
+        commands.run(argv)
+
+
+def restore_pair(root: Path | None, cluster: str, a: str, b: str) -> None:
+    """Undo cut_pair (a route already gone is fine)."""
+    _, _, first = _target(root, cluster, a)
+    _, _, second = _target(root, cluster, b)
+    for argv in pair_routes(first, second, "del"):
+        commands.run(argv, check=False)
+
+
+def pair_routes(first: NodeRecord, second: NodeRecord, verb: str) -> list[list[str]]:
+    """The two `ip route` commands of cut_pair ("replace") or restore_pair ("del"), one in each node's netns."""
+    return [["ip", "-n", here.netns, "route", verb, "prohibit", f"{there.address}/32"]
+            for here, there in ((first, second), (second, first))]
 
 
 def stop_service(root: Path | None, cluster: str, name: str, unit: str) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from provision.certify.control import consistency, node_definition as nd, user_jobs
+from provision.certify.control.bisect import Bisection, Trial
 from provision.certify.control.srun import NODE_MARK, parse
 from provision.certify.probe.document import ProbeDocument
 
@@ -170,3 +171,28 @@ def test_package_versions_are_judged_within_the_group():
 def test_the_node_command_sends_digests_never_contents():
     command = consistency.command()
     assert "sha256sum < /etc/munge/munge.key" in command and "cat " not in command
+
+
+def _bisected(culprit, localised):
+    path = (Trial(("n1", "n2"), "half"), Trial(("n3", "n4"), "half", ("Segmentation fault",)),
+            Trial(("n1", "n3", "n4"), "across", ("n3: Killed", "n3: Killed")))
+    return Bisection(("n1", "n2", "n3", "n4"), culprit, localised, path)
+
+
+def test_bisection_fails_the_cluster_and_each_node_of_the_pair_and_names_it_in_the_allreduce():
+    allreduce = user_jobs.CheckResult("mpi.allreduce", "fail", detail="0 of 8 ranks")
+    checks = user_jobs.bisect_checks(_bisected(("n1", "n3"), True), [allreduce])
+    assert [(c.check, c.node, c.verdict) for c in checks] == [
+        ("mpi.allreduce", None, "fail"), ("mpi.bisect", None, "fail"), ("mpi.pair", "n1", "fail"),
+        ("mpi.pair", "n3", "fail")]
+    assert checks[0].detail.startswith("0 of 8 ranks; bisection: the fault is between n1 and n3")
+    assert checks[1].value == 5 and checks[1].subject == "n1<->n3"
+    assert checks[1].detail.endswith("5 jobs on 3 subsets: 1. half n[1-2]: pass; 2. half n[3-4]: pass (the first "
+                                     "launch failed: Segmentation fault); 3. across n[1,3-4]: fail (n3: Killed)")
+    assert "and n3" in checks[2].detail and checks[3].subject == "n3<->n1"
+
+
+def test_a_fault_bisection_cannot_put_on_a_pair_fails_the_cluster_only_naming_the_smallest_failing_set():
+    checks = user_jobs.bisect_checks(_bisected(("n1", "n3", "n4"), False), [])
+    assert [(c.check, c.node) for c in checks] == [("mpi.bisect", None)] and checks[0].subject is None
+    assert checks[0].detail.startswith("not localised to a pair: the smallest set of nodes whose job fails is n[1,3-4]")

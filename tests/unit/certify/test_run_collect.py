@@ -160,13 +160,17 @@ class FakeSandbox(Fleet):
 
     def _mpi(self, name, nodes):
         """A rank that cannot start aborts the whole step (PMIx): its node exits 127, the others are cancelled.
-        mpi_flaky: the first N launches across the nodes crash (a segfault in MPI_Init), later ones pass."""
+        mpi_flaky: the first N launches across the nodes crash (a segfault in MPI_Init), later ones pass; mpi_pair: a
+        job that holds both of these nodes fails (MPI between them is broken), any other passes."""
         crashes = getattr(self, "crashes", 0)
         if len(nodes) > 1 and crashes < int(self.faults.get("mpi_flaky", 0)):
             self.crashes = crashes + 1
             err = [f"srun: error: {nodes[0]}: task 0: Segmentation fault"] + [
                 f"srun: error: {n}: tasks {2 * i}-{2 * i + 1}: Killed" for i, n in enumerate(nodes) if i]
             return Outcome(name, 139, "", "\n".join(err) + "\n")
+        if set(self.faults.get("mpi_pair", ())) <= set(nodes) and self.faults.get("mpi_pair"):
+            first = next(n for n in nodes if n in self.faults["mpi_pair"])
+            return Outcome(name, 1, "", f"srun: error: {first}: tasks 0-1: Exited with exit code 1\n")
         broken = [n for n in nodes if n in self.faults.get("mpi_broken", ())]
         if broken:
             err = [f"srun: error: {n}: tasks {2 * i}-{2 * i + 1}: " + ("Exited with exit code 127" if n in broken
@@ -329,14 +333,36 @@ def test_an_mpi_job_that_crashes_warns_when_a_later_launch_passes(sandbox, crash
     assert len(launches) == crashes + 1  # launched again after every node started alone, until one passed
 
 
-def test_an_mpi_job_that_crashes_on_every_launch_fails_after_three_between_the_nodes(sandbox):
+def test_an_mpi_job_that_crashes_on_every_launch_fails_after_three_and_bisection_names_a_pair(sandbox):
     sandbox.faults = {"mpi_flaky": 10}
     report = runner.collect(SPEC, CLUSTER, runner.CertifyOptions())
-    assert failures(report) == {(None, "mpi.allreduce")}
+    assert failures(report) == {(None, "mpi.allreduce"), (None, "mpi.bisect"), ("node01", "mpi.pair"),
+                                ("store01", "mpi.pair")}
     allreduce = next(c for c in report.checks if c.check == "mpi.allreduce")
     assert "every node starts MPI alone: the fault is between the nodes" in allreduce.detail
+    assert "bisection: the fault is between node01 and store01" in allreduce.detail
     launches = [c for n, c in sandbox.log if n == "ctl01" and "--mpi=pmix" in c]
-    assert len(launches) == 1 + user_steps.MPI_RELAUNCHES == 3
+    assert len(launches) == 1 + user_steps.MPI_RELAUNCHES + 2  # then the first half, failing twice
+
+
+def test_mpi_broken_between_two_nodes_is_bisected_to_that_pair_and_the_report_lists_the_jobs(sandbox):
+    sandbox.faults = {"mpi_pair": ("store01", "store02")}
+    report = runner.collect(SPEC, CLUSTER, runner.CertifyOptions())
+    assert failures(report) == {(None, "mpi.allreduce"), (None, "mpi.bisect"), ("store01", "mpi.pair"),
+                                ("store02", "mpi.pair")}
+    assert {c.node: c.verdict for c in report.all_checks() if c.check == "mpi.start"} == dict.fromkeys(
+        ("node01", "store01", "store02"), "pass")  # each alone
+    found = next(c for c in report.checks if c.check == "mpi.bisect")
+    assert found.subject == "store01<->store02" and found.value == 4
+    assert found.detail.startswith("the fault is between store01 and store02: a job on the two of them alone fails")
+    assert found.detail.endswith("; 4 jobs on 3 subsets: 1. half node01,store01: pass; 2. across node01,store02: pass; "
+                                 "3. pair store[01-02]: fail (store01: Exited with exit code 1)")
+    bisected = [shlex.split(c) for n, c in sandbox.log if n == "ctl01" and "certify-mpi-bisect-" in c]
+    assert [s[s.index("-w") + 1] for s in bisected] == ["node01,store01", "node01,store02", "store01,store02",
+                                                        "store01,store02"]
+    assert all(s[:4] == ["runuser", "-u", "gp-certify", "--"] and "--mpi=pmix" in s for s in bisected)
+    peer = {c.node: c.subject for c in report.all_checks() if c.check == "mpi.pair"}
+    assert peer == {"store01": "store01<->store02", "store02": "store02<->store01"}
 
 
 def test_a_package_version_two_nodes_of_a_group_disagree_on_names_both(sandbox):

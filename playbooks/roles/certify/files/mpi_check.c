@@ -1,18 +1,34 @@
 /* gpu-provision certify: an MPI job shaped like a user's, started with `srun --mpi=pmix`.
  *
  * Every rank contributes known values to allreduces (one integer, then a vector of MPI_CHECK_COUNT
- * 64-bit integers) and checks every element of the result, so a wrong sum anywhere is caught. Each rank
+ * 64-bit integers) and checks every element of the result, so a wrong sum anywhere is caught. First, every
+ * rank exchanges one value with every other rank directly (MPI_Sendrecv), so a fault between any two nodes
+ * fails the job: collectives alone talk to a few partners each and may never use a broken path. A rank that
+ * does not get through the first allreduce and that exchange within MPI_CHECK_WIRE_S exits 3 (a broken path can
+ * leave Open MPI's TCP transport waiting for ever instead of failing). Each rank
  * prints one line:
  *   mpi rank=R size=N host=H errors=E small_us=T1 large_ms=T2 bytes=B
  * and exits 1 when its result was wrong. Rank 0's timings are the job's figures.
  */
 #include <mpi.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define MPI_CHECK_COUNT (1 << 20) /* 8 MiB of int64 per rank */
 #define MPI_CHECK_ROUNDS 5
+#define MPI_CHECK_WIRE_S 60 /* the first allreduce and the exchange with every rank, on a loaded machine */
+
+static void wire_timeout(int sig) {
+    static const char msg[] = "mpi-check: no answer within 60 s from another rank (first allreduce or the exchange "
+                              "with every rank): a path between two nodes is broken\n";
+    ssize_t written = write(2, msg, sizeof msg - 1); /* async-signal-safe, unlike fprintf */
+    (void)sig;
+    (void)written;
+    _exit(3);
+}
 
 static int64_t pattern(long i) { return (int64_t)(i % 1000) + 1; }
 
@@ -25,9 +41,18 @@ int main(int argc, char **argv) {
     MPI_Get_processor_name(host, &len);
     const int64_t ranks_sum = (int64_t)size * (size + 1) / 2;
 
+    signal(SIGALRM, wire_timeout);
+    alarm(MPI_CHECK_WIRE_S);
     int64_t mine = rank + 1, total = 0;
     MPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD); /* wires up the connections */
     long errors = total != ranks_sum;
+    for (int step = 1; step < size; step++) { /* every pair of ranks, directly */
+        int64_t got = -1;
+        MPI_Sendrecv(&mine, 1, MPI_INT64_T, (rank + step) % size, step, &got, 1, MPI_INT64_T,
+                     (rank - step + size) % size, step, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        errors += got != (rank - step + size) % size + 1;
+    }
+    alarm(0);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     MPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
