@@ -17,7 +17,7 @@ from provision.certify.probe.nodehealth.config import ActiveConfig, HealthConfig
 from provision.certify.probe.nodehealth.slurm import NodeState
 from provision.certify.probe.parse_errors import ParseError
 
-from test_nodehealth import FAKE_SCONTROL, _script
+from test_nodehealth import FAKE_SCONTROL, StandIn, _script
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 PEERS = (("compute01", "10.0.0.11"), ("compute02", "10.0.0.12"), ("compute03", "10.0.0.13"),
@@ -72,18 +72,7 @@ def node(tmp_path: Path):
     cfg = HealthConfig(node="compute01", state_dir=tmp_path / "state", slurmd=False, commands=commands,
                        active=ActiveConfig(interval_s=60, peers=PEERS, count=3, net_min_gbps=0.25))
 
-    class Node:
-        def __init__(self) -> None:
-            self.cfg, self.bin = cfg, bin_dir
-
-        def set(self, **values) -> None:
-            data = json.loads((bin_dir / "node.json").read_text())
-            data.update(values)
-            (bin_dir / "node.json").write_text(json.dumps(data))
-
-        def slurm(self) -> dict:
-            return json.loads((bin_dir / "node.json").read_text())
-
+    class Node(StandIn):
         def rates(self, **by_address) -> None:
             (bin_dir / "rates.json").write_text(json.dumps(by_address))
 
@@ -95,7 +84,7 @@ def node(tmp_path: Path):
             path = bin_dir / name
             return path.read_text().splitlines() if path.exists() else []
 
-    return Node()
+    return Node(cfg, bin_dir)
 
 
 def _slow_net(value: float = 0.019) -> dict:

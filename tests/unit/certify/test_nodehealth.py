@@ -77,6 +77,21 @@ def _script(path: Path, text: str) -> str:
     return str(path)
 
 
+class StandIn:
+    """A node's stand-in commands in `bin_dir`: its Slurm state (node.json, kept by FAKE_SCONTROL) set and read."""
+
+    def __init__(self, cfg: HealthConfig, bin_dir: Path) -> None:
+        self.cfg, self.bin = cfg, bin_dir
+
+    def set(self, **values) -> None:
+        data = json.loads((self.bin / "node.json").read_text())
+        data.update(values)
+        (self.bin / "node.json").write_text(json.dumps(data))
+
+    def slurm(self) -> dict:
+        return json.loads((self.bin / "node.json").read_text())
+
+
 @pytest.fixture
 def node(tmp_path: Path):
     """A node's stand-in commands: scontrol keeping the node's state in node.json, munge/unmunge that work until
@@ -96,17 +111,10 @@ def node(tmp_path: Path):
                        files={str(config): checks.sha1(config)}, commands=commands, slurm_conf=config,
                        written=time.time() + 3600)  # written after any edit the tests make: drift fails at once
 
-    class Node:
+    class Node(StandIn):
         def __init__(self) -> None:
-            self.cfg, self.root = cfg, tmp_path
-
-        def set(self, **values) -> None:
-            data = json.loads((bin_dir / "node.json").read_text())
-            data.update(values)
-            (bin_dir / "node.json").write_text(json.dumps(data))
-
-        def slurm(self) -> dict:
-            return json.loads((bin_dir / "node.json").read_text())
+            super().__init__(cfg, bin_dir)
+            self.root = tmp_path
 
         def updates(self) -> list[str]:
             log = bin_dir / "calls.log"

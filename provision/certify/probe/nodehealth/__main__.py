@@ -44,10 +44,8 @@ def locked_pass(cfg: health_config.HealthConfig, trigger: str, as_json: bool) ->
 def main(argv: list[str] | None = None) -> int:
     """One pass: 0 healthy, 1 a check failed, 2 bad configuration."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        cfg = health_config.load(args.config)
-    except ValueError as exc:
-        print(f"gpu-provision-health: {exc}", file=sys.stderr)
+    cfg = health_config.load_or_say(args.config, "gpu-provision-health")
+    if cfg is None:
         return 2
     return locked_pass(cfg, args.trigger or ("slurm" if _under_slurmd() else "once"), args.json)
 

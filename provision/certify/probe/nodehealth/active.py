@@ -31,6 +31,7 @@ from typing import Any
 
 from provision.certify.probe.nodehealth import config as health_config, measure, reason as reasons
 from provision.certify.probe.nodehealth.config import HealthConfig
+from provision.certify.probe.nodehealth.passes import write_json
 from provision.certify.probe.nodehealth.run import Deadline, run
 from provision.certify.probe.nodehealth.slurm import NodeState, Slurm
 
@@ -144,7 +145,7 @@ def one_pass(cfg: HealthConfig, config_path: Path, now: float | None = None) -> 
             again, _ = Slurm(cfg, Deadline(SLURM_DEADLINE_S)).node()  # the state now: a drain may have come meanwhile
             record.action, record.reason = act(Slurm(cfg, Deadline(SLURM_DEADLINE_S)), again or node, checks)
     record.seconds = round(time.monotonic() - began, 3)
-    _write(cfg.state_dir / STATE, record.to_dict())
+    write_json(cfg.state_dir / STATE, record.to_dict())
     return record
 
 
@@ -162,10 +163,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """0: nothing to do or a pass without a failure, 1: a check failed, 2: bad configuration."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        cfg = health_config.load(args.config)
-    except ValueError as exc:
-        print(f"gpu-provision-active: {exc}", file=sys.stderr)
+    cfg = health_config.load_or_say(args.config, "gpu-provision-active")
+    if cfg is None:
         return 2
     if cfg.active is None:
         return 0
@@ -184,21 +183,6 @@ def main(argv: list[str] | None = None) -> int:
         record = one_pass(cfg, args.config)
     print(json.dumps(record.to_dict(), default=str))
     return 1 if any(c.get("verdict") == "fail" for c in record.checks) else 0
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _write(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(data, indent=1, default=str) + "\n")
-    temporary.replace(path)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -106,3 +107,12 @@ def load(path: Path = DEFAULT_PATH) -> HealthConfig:
         raise ValueError(f"{path}: cannot read ({exc.strerror})") from exc
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not valid JSON ({exc.msg})") from exc
+
+
+def load_or_say(path: Path, program: str) -> HealthConfig | None:
+    """The config, or None after saying on stderr what is wrong with it (the program then exits 2)."""
+    try:
+        return load(path)
+    except ValueError as exc:
+        print(f"{program}: {exc}", file=sys.stderr)
+        return None

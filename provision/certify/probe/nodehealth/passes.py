@@ -84,7 +84,7 @@ def one_pass(cfg: HealthConfig, trigger: str = "once") -> PassRecord:
     """Run the checks and act on them, within cfg.deadline_s; the record is also written to the state folder."""
     began = time.monotonic()
     deadline = Deadline(cfg.deadline_s)
-    memory = _read_json(cfg.state_dir / MEMORY)
+    memory = read_json(cfg.state_dir / MEMORY)
     results = run_checks(cfg, deadline, memory)
     failures = failures_of(results)
     munge_ok = all(r.verdict != "fail" for r in results if r.check == "health.munge")
@@ -92,12 +92,13 @@ def one_pass(cfg: HealthConfig, trigger: str = "once") -> PassRecord:
     record = PassRecord(node=cfg.node, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), ok=not failures,
                         action=action, reason=reason, trigger=trigger, checks=[r.to_dict() for r in results],
                         seconds=round(time.monotonic() - began, 3))
-    _write_json(cfg.state_dir / MEMORY, memory)
-    _write_json(cfg.state_dir / LAST, record.to_dict())
+    write_json(cfg.state_dir / MEMORY, memory)
+    write_json(cfg.state_dir / LAST, record.to_dict())
     return record
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
+    """A record of the state folder as a dict ({} when missing or unreadable)."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -105,7 +106,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
+def write_json(path: Path, data: dict[str, Any]) -> None:
     """Replace the file in one step (a reader never sees half of it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(".tmp")
