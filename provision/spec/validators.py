@@ -14,7 +14,7 @@ from provision.errors import SpecError
 from provision.files import FileKind, UnreadableFile, check_regular
 from provision.node import compat
 from provision.providers import registry
-from provision.spec import os_checks, people_checks, reserved, topology
+from provision.spec import health_checks, os_checks, people_checks, reserved, topology
 from provision.spec.findings import Finding
 from provision.spec.model import ClusterSpec
 from provision.spec.section import ProviderSection
@@ -335,43 +335,13 @@ def check_ssh(spec: ClusterSpec) -> list[Finding]:
     return []
 
 
-ACTIVE_WRITES = ("PreemptType", "PreemptMode")  # slurm.conf settings health.active writes itself
-SLURM_PORTS = (6817, 6818, 6819)
-
-
-def check_active(spec: ClusterSpec) -> list[Finding]:
-    """health.active: the health service runs the passes (health.enabled), its partition's preemption is written by
-    gpu-provision (software.slurm.config cannot also set it), its iperf3 port is not Slurm's, and a pass needs a peer."""
-    active = spec.health.active
-    if active is None:
-        return []
-    out = []
-    if not spec.health.enabled:
-        out.append(Finding("error", "health.active", "is set while health.enabled is false: the health service runs "
-                           "the active checks", "set health.enabled: true, or remove health.active"))
-    for name in ACTIVE_WRITES:
-        if name in spec.software.slurm.config:
-            out.append(Finding("error", f"software.slurm.config.{name}", "is written by gpu-provision while "
-                               "health.active is set (its partition is preempted by every other)",
-                               f"remove {name} from software.slurm.config, or remove health.active"))
-    if active.port in SLURM_PORTS:
-        out.append(Finding("error", "health.active.port", f"{active.port} is a Slurm daemon's port",
-                           "choose another port, e.g. 5301"))
-    computes = sum(hostlist.count(g.hosts) if g.hosts else (g.count or 0) for g in spec.node_groups
-                   if "compute" in g.roles)
-    if computes < 2:
-        out.append(Finding("warning", "health.active", "the cluster has one compute node: a pass measures no link",
-                           "add compute nodes, or accept active checks without the network"))
-    return out
-
-
 VALIDATORS: tuple[Validator, ...] = (
     check_group_names, check_group_size, check_host_names, check_addresses, check_roles, check_gpus,
     check_partitions, check_versions, check_slurm_source, check_filesystem, check_interconnect, check_ssh,
     os_checks.check_os, os_checks.check_sandbox_os, reserved.check_reserved_names,
     people_checks.check_users, people_checks.check_user_accounts, people_checks.check_accounting,
     people_checks.check_directory_users, people_checks.check_homes, people_checks.check_directory,
-    people_checks.check_login_nodes, people_checks.check_certify_user, check_active,
+    people_checks.check_login_nodes, people_checks.check_certify_user, health_checks.check_active,
 )
 
 
@@ -392,7 +362,7 @@ READS: dict[Validator, tuple[str, ...]] = {
     people_checks.check_homes: ("homes", "filesystem", "users"), people_checks.check_directory: ("directory",),
     people_checks.check_login_nodes: ("users", "directory", "node_groups"),
     people_checks.check_certify_user: ("certify", "users", "accounting"),
-    check_active: ("health", "software", "node_groups"),
+    health_checks.check_active: ("health", "software", "node_groups"),
 }
 
 
