@@ -65,7 +65,7 @@ def measure_all(cfg: HealthConfig, rng: random.Random | None = None) -> list[Che
 
 
 def confirmed_check(check: str, node: str, unit: str, floor: float, measure: Callable[[int], Figure],
-              subject: str | None = None, source: str = "") -> CheckResult:
+                    subject: str | None = None, source: str = "") -> CheckResult:
     """Judge `measure(0)` against the floor; below it, `measure(1)` too, and the better figure decides."""
     base = dict(node=node, subject=subject, unit=unit, threshold=floor, source=source)
     first = measure(0)
