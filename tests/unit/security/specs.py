@@ -39,7 +39,9 @@ def bases_for(tmp_path: Path) -> dict[str, dict]:
                             "ca_file": str(SLURM_KEY), "bind_dn": "cn=reader,dc=example,dc=org",
                             "bind_password_file": str(BIND_PASSWORD)}}
     common = {"name": "hostile", "ssh": {"user": "root", "key_path": str(key)}, "software": software, **people,
-              "certify": {"level": "quick", "user": {"name": "gp-certify", "uid": 59990}}, "health": {"enabled": True, "interval_s": 300, "node_state": ["ANY"]},
+              "certify": {"level": "quick", "user": {"name": "gp-certify", "uid": 59990}},
+              "health": {"enabled": True, "interval_s": 300, "node_state": ["ANY"],
+                         "active": {"interval_s": 3600, "level": "quick"}},
               "state_dir": str(tmp_path / "state")}
     compute = {"name": "gpu", "roles": ["compute"], "partition": "batch", "gpu": {"model": "H100-SXM", "count": 8},
                "interconnect": {"type": "infiniband", "nics": 8}, "os": "debian-13"}
