@@ -31,7 +31,7 @@ node_groups:
   - {{name: compute, roles: [compute], count: 6}}
 health: {{interval_s: {interval}{active}}}
 """
-ACTIVE = ", active: {interval_s: 20}"  # the active checks' test turns them on (last: they keep every node busy)
+ACTIVE = ", active: {interval_s: 10}"  # the active checks' test turns them on (last: they keep every node busy)
 MARK = " (gpu-provision-health)"  # how the program's drain reasons end; they start with "hc:<check>: "
 # Samples once a second on the controller: the held nodes (hold reservation) and the drained or down ones.
 SAMPLER = ("while :; do r=$(scontrol -o show reservation gpu_provision_certify 2>/dev/null | grep -o 'Nodes=[^ ]*'); "
@@ -254,8 +254,10 @@ def test_active_checks_drain_a_slow_node_return_it_and_never_make_a_user_wait(cl
     accounted = _wait_for(lambda: _started(_sacct(cluster, jobs), users), 60) or _sacct(cluster, jobs)
     assert all(accounted.get(user, {}).get("start") for user in users), accounted  # every user's job started
     waits = [accounted[user]["start"] - accounted[user]["submit"] for _, _, user in collided]
-    assert all(accounted[active]["state"] in ("PREEMPTED", "CANCELLED") for _, active, _ in collided), accounted
     assert max(waits) <= 5, waits  # not the check's ~15 s: only the seconds Slurm takes to cancel it
+    # each check was preempted, or had just ended by itself when the user's job came; preemption is seen at least once
+    ended = [accounted[active]["state"] for _, active, _ in collided]
+    assert set(ended) <= {"PREEMPTED", "CANCELLED", "COMPLETED"} and "PREEMPTED" in ended, accounted
     victim = "compute05"
     root, name = faults_target(cluster)
     faults.slow_link(root, name, victim, rate="20mbit")
@@ -275,6 +277,7 @@ def test_active_checks_drain_a_slow_node_return_it_and_never_make_a_user_wait(cl
     assert back, _reasons(cluster)
     last = json.loads(cluster.ssh(victim, "cat /var/lib/gpu-provision/health/active.json").stdout)
     with capsys.disabled():
-        print(f"\nactive checks: {len(collided)} user jobs onto nodes under a check, waits {sorted(waits)} s; "
+        print(f"\nactive checks: {len(collided)} user jobs onto nodes under a check (the checks: {', '.join(ended)}), "
+              f"waits {sorted(waits)} s; "
               f"{victim} at 20 Mbit/s drained after {drained_after:.0f} s: {reason}; returned {returned_after:.0f} s "
               f"after the shaping was removed (last pass: {last['where']}, {last['action']})")
