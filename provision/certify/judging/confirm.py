@@ -67,7 +67,12 @@ def confirmed(best: CheckResult, first: CheckResult, figures: Figures | None) ->
     first figure only is a warning ("not confirmed"), one seen on the better figure too is a fail ("confirmed")."""
     if figures is None:
         return best
-    text = figures.text(best.unit)
+    return named(best, first, figures.text(best.unit))
+
+
+def named(best: CheckResult, first: CheckResult, text: str) -> CheckResult:
+    """The verdict of a figure measured twice (`text`: "X then Y UNIT measured again"): a fail on the better figure
+    says "confirmed", a fail on the first one only is a warning ("not confirmed"), anything else names both figures."""
     if best.verdict == "fail":
         return replace(best, detail=f"confirmed: {text}; {best.detail}")
     if first.verdict == "fail":

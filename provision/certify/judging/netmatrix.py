@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from statistics import median
 
+from provision.certify.judging import confirm
 from provision.certify.judging.judge import DROP_FAIL, DROP_WARN, Z_WARN, Sample, fleet_stats, judge_value
 from provision.certify.judging.thresholds import Threshold
 from provision.certify.probe.records import CheckResult
@@ -124,12 +125,7 @@ def _confirmed(pair: PairResult, best: CheckResult, first: CheckResult) -> Check
     """The link's verdict from its better figure, saying what the first figure was when it was measured again."""
     if not pair.retested:
         return best
-    figures = f"{_figure(pair.value_gbps)} then {_figure(pair.again_gbps)} Gb/s measured again"
-    if best.verdict == "fail":
-        return replace(best, detail=f"confirmed: {figures}; {best.detail}")
-    if first.verdict == "fail":
-        return replace(best, verdict="warn", detail=f"not confirmed: {figures} ({first.detail})")
-    return replace(best, detail="; ".join(filter(None, [figures, best.detail])))
+    return confirm.named(best, first, f"{_figure(pair.value_gbps)} then {_figure(pair.again_gbps)} Gb/s measured again")
 
 
 def _node_confirmed(best: CheckResult, first: CheckResult) -> CheckResult:
