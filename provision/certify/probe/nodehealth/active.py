@@ -142,8 +142,9 @@ def one_pass(cfg: HealthConfig, config_path: Path, now: float | None = None) -> 
             checks = [c.to_dict() for c in measure.measure_all(cfg)]
         if checks is not None:
             record.checks = checks
-            again, _ = Slurm(cfg, Deadline(SLURM_DEADLINE_S)).node()  # the state now: a drain may have come meanwhile
-            record.action, record.reason = act(Slurm(cfg, Deadline(SLURM_DEADLINE_S)), again or node, checks)
+            after = Slurm(cfg, Deadline(SLURM_DEADLINE_S))  # the measurements took a while: a deadline of its own
+            again, _ = after.node()  # the state now: a drain may have come meanwhile
+            record.action, record.reason = act(after, again or node, checks)
     record.seconds = round(time.monotonic() - began, 3)
     write_json(cfg.state_dir / STATE, record.to_dict())
     return record
