@@ -168,7 +168,8 @@ def slurm_cluster(e2e_spec_path) -> LiveCluster:
     if not keep:
         provision("down", str(e2e_spec_path), check=False)  # an interrupted earlier run must not leak into this one
     try:
-        provision("up", str(e2e_spec_path), "--skip-certify", "--quiet", timeout=1500)
+        # A kept cluster was applied from an earlier session's spec (other users' keys): this session's takes over.
+        provision("up", str(e2e_spec_path), "--skip-certify", "--quiet", *(["--rebind"] if keep else []), timeout=1500)
         yield LiveCluster(e2e_spec_path, lifecycle.current_cluster(spec))
     finally:
         if not keep:

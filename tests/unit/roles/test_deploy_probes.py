@@ -92,7 +92,8 @@ SLURM = {"node": [*SLURM_COMMON, *ADOPT, *_packages("slurmd", status="hi "), *_s
                  *_file("/run/mysqld/mysqld.sock", "c1ff", "mysql", "mysql"), *_service("slurmctld"),
                  *_service("mariadb"), *_service("slurmdbd"), *_process("slurmctld", 4141, WRITTEN + 60),
                  "tcp\t0.0.0.0:6817", "tcp\t*:6819", "end"]}
-MPI_BLOCK = "# BEGIN gpu-provision mpi\nbtl_tcp_disable_family = 6\n# END gpu-provision mpi\n"
+MPI_BLOCK = ("# BEGIN gpu-provision mpi\nbtl_tcp_disable_family = 6\npmix_base_async_modex = 1\n"
+             "pmix_base_collect_data = 0\n# END gpu-provision mpi\n")
 MPI = [*_packages("openmpi-bin", "libopenmpi-dev", "gcc", "libc6-dev"), "check\twrapper\t0",
        f"block\tmca\t{_text(MPI_BLOCK)}", "end"]
 CERTIFY = [*_packages("iperf3"), f"python\tnvidia_ml_py\t0\t{_text('1.0')}",
