@@ -15,7 +15,8 @@ def health(spec: SpecArg, now: NowOpt = False, active: ActiveOpt = False, json_o
     drains the node with a reason that names the check first ("hc:munge: ... (gpu-provision-health)"), a pass
     resumes only those. `--active`: the last pass of the active checks (health.active: measurements on idle nodes,
     "ac:<check>: ... (gpu-provision-active)" drains), where it ran (a job, or directly on a node they drained) and
-    why a pass gave no verdict. Exit 1 when a node failed its pass or (without --active) has no record."""
+    why a pass gave no verdict; what it read joins the report index (reports/index.html: each node's latest pass, and
+    the passes that failed or drained). Exit 1 when a node failed its pass or (without --active) has no record."""
     from provision.cluster import lifecycle
     from provision.node import health as node_health
     from provision.spec.loader import load_spec
@@ -23,7 +24,11 @@ def health(spec: SpecArg, now: NowOpt = False, active: ActiveOpt = False, json_o
     loaded = load_spec(spec)
     cluster = lifecycle.current_cluster(loaded)
     if active:
+        from provision.certify.report import record_active
+        from provision.state import ClusterState
+
         passes, title = node_health.last_active(cluster), "active checks (last pass)"
+        record_active([p.to_dict() for p in passes], ClusterState.for_spec(loaded))
     else:
         passes = node_health.run_now(loaded, cluster) if now else node_health.last_passes(cluster)
         title = "node health (a pass now)" if now else "node health (last pass)"

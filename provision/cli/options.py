@@ -139,4 +139,4 @@ DrainOpt = Annotated[bool, typer.Option("--drain-failed", help="drain failed nod
 NowOpt = Annotated[bool, typer.Option("--now", help="run a pass on every compute node now (it drains or resumes "
                                                     "nodes as any pass does) and show it")]
 ActiveOpt = Annotated[bool, typer.Option("--active", help="show each compute node's last pass of the active checks "
-                                                          "(health.active) instead")]
+                                                          "(health.active) instead, and record them in the report index")]

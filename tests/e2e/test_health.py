@@ -7,6 +7,7 @@ it was.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import time
 
@@ -16,6 +17,7 @@ from provision import hostlist
 from provision.cluster import lifecycle
 from provision.providers.sandbox import faults
 from provision.spec.loader import load_spec
+from provision.state import ClusterState
 
 from conftest import LiveCluster, provision
 from test_deploy_faults import faults_target
@@ -270,11 +272,21 @@ def test_active_checks_drain_a_slow_node_return_it_and_never_make_a_user_wait(cl
         assert "Gb/s (floor 0.25)" in reason  # the figures and the floor
         others = {n: r for n, r in _reasons(cluster).items() if n != victim}
         assert not others, others  # no other node drained: its links to the slow node are one of several
+        read = provision("health", str(cluster.spec_path), "--active", "--json", check=False, timeout=120)
+        passes = {p["node"]: p for p in json.loads(read.stdout)["nodes"]}
+        assert read.returncode == 1 and passes[victim]["ok"] is False, passes  # the failed pass, as the node kept it
+        assert any(f.startswith("active.net") for f in passes[victim]["failed"]), passes[victim]
     finally:
         faults.restore_link(root, name, victim)
     back = _wait_for(lambda: victim not in _reasons(cluster), 150, every=2)
     returned_after = time.monotonic() - began - drained_after
     assert back, _reasons(cluster)
+    # The report index shows both reads: the node's latest pass (it passed again) and the failed one that drained it.
+    assert _wait_for(lambda: provision("health", str(cluster.spec_path), "--active", "--json", check=False,
+                                       timeout=120).returncode == 0, 60, every=5)
+    page = (ClusterState.for_spec(load_spec(cluster.spec_path)).reports_dir / "index.html").read_text()
+    assert f'data-node="{victim}" data-verdict="pass"' in page, page
+    assert re.search(f'class="active-pass" data-node="{victim}" data-action="(still )?drained"', page), page
     last = json.loads(cluster.ssh(victim, "cat /var/lib/gpu-provision/health/active.json").stdout)
     with capsys.disabled():
         print(f"\nactive checks: {len(collided)} user jobs onto nodes under a check (the checks: {', '.join(ended)}), "

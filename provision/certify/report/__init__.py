@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from provision.certify.records import ClusterReport
-from provision.certify.report import html, index, json_report, junit
+from provision.certify.report import active, html, index, json_report, junit
 from provision.state import ClusterState, write_private
 
 
@@ -38,3 +38,11 @@ def write_to_state(report: ClusterReport, state: ClusterState, *, stamp: str | N
     paths = write_reports(report, state.reports_dir / f"{stamp}-{report.level}")
     index.write(state.reports_dir)
     return paths
+
+
+def record_active(passes: list[dict], state: ClusterState) -> Path:
+    """Merge the active checks' passes that `provision health --active` read (NodeHealth.to_dict() of each node)
+    into the reports folder's log and rebuild the index, which shows them beside the certify runs; the index."""
+    state.ensure("reports")
+    active.record(state.reports_dir, passes)
+    return index.write(state.reports_dir)
