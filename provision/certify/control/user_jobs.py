@@ -14,7 +14,8 @@
   start-up race).
 - mpi.bisect (the cluster) and mpi.pair (the two nodes at fault): when the relaunches fail too and every node starts
   alone, bisection (control/bisect.py) runs the job on halves of the nodes and across them until it names the pair
-  whose job alone fails; mpi.bisect lists the jobs it ran, in order, and mpi.allreduce names the pair.
+  whose job alone fails; mpi.bisect lists the jobs it ran, in order, and mpi.allreduce names the pair. The relaunches
+  and the bisection's jobs are bounded by the runs alone (retry_timeout), the first launch by MPI_TIMEOUT_S.
 
 Pure: steps are srun.Step records; the judgement reads srun.StepOutput.
 """
@@ -24,6 +25,7 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from math import ceil
 
 from provision import hostlist
 from provision.certify.control.bisect import Bisection
@@ -36,6 +38,12 @@ MEMORY_FRACTION = 0.9  # "most of its memory": what a user asking for the node w
 IMMEDIATE_S = 60  # how long the whole-node job waits for the nodes before they count as busy
 WHOLE_NODE_TIMEOUT_S = IMMEDIATE_S + 60
 MPI_TIMEOUT_S = 180
+# A relaunch, or a job of the bisection, may take RETRY_MIN_S plus RETRY_PER_NODE times the slowest node's run alone
+# for each node it holds (each rank exchanges with every rank of the job: k nodes, k times a node's exchanges), never
+# more than the first launch. A broken path leaves MPI waiting rather than failing: without this every failing subset
+# waited MPI_TIMEOUT_S, and a bisection of 8 nodes took 877 s on the sandbox.
+RETRY_MIN_S = 20
+RETRY_PER_NODE = 2.0
 MPI_MARK = "mpi "
 _BUSY = ("Immediate execution impossible", "Unable to allocate resources: Resource temporarily unavailable",
          "Unable to allocate resources: Requested nodes are busy")
@@ -125,6 +133,12 @@ def parse_ranks(text: str) -> list[Rank]:
     return ranks
 
 
+def retry_timeout(alone_s: float, nodes: int) -> int:
+    """Seconds a relaunch or a bisection job across `nodes` nodes may run, from the wall time of the MPI check on
+    each node alone (all at once: the slowest one)."""
+    return min(MPI_TIMEOUT_S, ceil(RETRY_MIN_S + RETRY_PER_NODE * max(alone_s, 0.0) * max(nodes, 1)))
+
+
 def alone_step(step: Step, node: str) -> Step:
     """The same MPI check on one node only (to find where MPI cannot start)."""
     return replace(step, nodes=(node,))
@@ -145,6 +159,8 @@ def started_alone(step: Step, alone: Mapping[str, StepOutput]) -> bool:
 def failure_summary(step: Step, output: StepOutput, reasons: int = 3) -> str:
     """How a failed job across the nodes ended, in one line (srun's reasons, the first few)."""
     found = [f"{n}: {r}" for n, r in output.errors.items()] + output.general
+    if output.timed_out:  # what srun says of its killed tasks would hide why: it did not finish
+        found = [f"did not finish within {step.timeout_s} s", *(f for f in found if "did not finish" not in f)]
     return "; ".join(found[:reasons]) or "ranks missing or wrong"
 
 
