@@ -14,8 +14,10 @@
   start-up race).
 - mpi.bisect (the cluster) and mpi.pair (the two nodes at fault): when the relaunches fail too and every node starts
   alone, bisection (control/bisect.py) runs the job on halves of the nodes and across them until it names the pair
-  whose job alone fails; mpi.bisect lists the jobs it ran, in order, and mpi.allreduce names the pair. The relaunches
-  and the bisection's jobs are bounded by the runs alone (retry_timeout), the first launch by MPI_TIMEOUT_S.
+  whose job alone fails; mpi.bisect lists the jobs it ran, in order, and mpi.allreduce names the pair. Every launch
+  has MPI_TIMEOUT_S: a bound derived from the runs alone (20 s + 2 x the slowest alone x nodes) failed two healthy
+  halves of 8 sandbox nodes that ran at once on a loaded machine (bench/bisection.py), so a broken path costs a
+  failing subset up to two of those.
 
 Pure: steps are srun.Step records; the judgement reads srun.StepOutput.
 """
@@ -25,7 +27,6 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from math import ceil
 
 from provision import hostlist
 from provision.certify.control.bisect import Bisection
@@ -38,12 +39,6 @@ MEMORY_FRACTION = 0.9  # "most of its memory": what a user asking for the node w
 IMMEDIATE_S = 60  # how long the whole-node job waits for the nodes before they count as busy
 WHOLE_NODE_TIMEOUT_S = IMMEDIATE_S + 60
 MPI_TIMEOUT_S = 180
-# A relaunch, or a job of the bisection, may take RETRY_MIN_S plus RETRY_PER_NODE times the slowest node's run alone
-# for each node it holds (each rank exchanges with every rank of the job: k nodes, k times a node's exchanges), never
-# more than the first launch. A broken path leaves MPI waiting rather than failing: without this every failing subset
-# waited MPI_TIMEOUT_S, and a bisection of 8 nodes took 877 s on the sandbox.
-RETRY_MIN_S = 20
-RETRY_PER_NODE = 2.0
 MPI_MARK = "mpi "
 _BUSY = ("Immediate execution impossible", "Unable to allocate resources: Resource temporarily unavailable",
          "Unable to allocate resources: Requested nodes are busy")
@@ -131,12 +126,6 @@ def parse_ranks(text: str) -> list[Rank]:
             r, size, errors, small, large, size_b = match.groups()
             ranks.append(Rank(int(r), int(size), int(errors), float(small), float(large), int(size_b)))
     return ranks
-
-
-def retry_timeout(alone_s: float, nodes: int) -> int:
-    """Seconds a relaunch or a bisection job across `nodes` nodes may run, from the wall time of the MPI check on
-    each node alone (all at once: the slowest one)."""
-    return min(MPI_TIMEOUT_S, ceil(RETRY_MIN_S + RETRY_PER_NODE * max(alone_s, 0.0) * max(nodes, 1)))
 
 
 def alone_step(step: Step, node: str) -> Step:

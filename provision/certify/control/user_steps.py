@@ -2,7 +2,6 @@
 of the nodes against their hardware, the whole-node jobs, the MPI job, and configuration consistency."""
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 from provision.certify.control import as_user, bisect, consistency, enforcement, node_definition, srun, user_jobs
@@ -92,19 +91,16 @@ def mpi(run: Session, fleet: Fleet, answered: list[str]) -> None:
     one = run.as_user(user_jobs.mpi_step(answered, per_node, MPI_CHECK, run.job("mpi"), reservation_env(run)))
     run.progress(f"MPI job: {len(answered) * per_node} ranks on {len(answered)} nodes (srun --mpi=pmix)")
     output, _, seconds = step(run, fleet, one)
-    alone, first_failure, between, alone_s = None, None, False, 0.0
+    alone, first_failure, between = None, None, False
     if user_jobs.mpi_failed(one, output):
         run.progress("MPI job failed: running it on each node alone to find where MPI cannot start")
-        began = time.monotonic()
         alone = _each_alone(run, fleet, one)
-        alone_s = time.monotonic() - began
         if user_jobs.started_alone(one, alone):
             first_failure = user_jobs.failure_summary(one, output)
-            again = replace(one, timeout_s=user_jobs.retry_timeout(alone_s, len(one.nodes)))
-            output, seconds, between = _relaunch(run, fleet, again, output, seconds)
+            output, seconds, between = _relaunch(run, fleet, one, output, seconds)
     checks = user_jobs.mpi_checks(one, output, seconds, alone, first_failure)
     if between and len(one.nodes) >= BISECT_FROM:
-        checks = user_jobs.bisect_checks(_bisect(run, fleet, one, alone_s), checks)
+        checks = user_jobs.bisect_checks(_bisect(run, fleet, one), checks)
     run.checks += checks
 
 
@@ -121,15 +117,13 @@ def _relaunch(run: Session, fleet: Fleet, one: srun.Step, output: srun.StepOutpu
     return output, seconds, True
 
 
-def _bisect(run: Session, fleet: Fleet, one: srun.Step, alone_s: float) -> bisect.Bisection:
-    """Bisection with the MPI job itself on subsets of the nodes (the two halves of a split at once), each job
-    bounded by what the nodes' runs alone took (user_jobs.retry_timeout)."""
+def _bisect(run: Session, fleet: Fleet, one: srun.Step) -> bisect.Bisection:
+    """Bisection with the MPI job itself on subsets of the nodes (the two halves of a split at once)."""
     run.progress(f"every node starts MPI alone and the job across {len(one.nodes)} nodes keeps failing: bisecting "
                  "to find the pair at fault")
 
     def launch(nodes: tuple[str, ...]) -> str | None:
-        subset = replace(one, nodes=nodes, job_name=run.job("mpi-bisect"),
-                         timeout_s=user_jobs.retry_timeout(alone_s, len(nodes)))
+        subset = replace(one, nodes=nodes, job_name=run.job("mpi-bisect"))
         output, _, _ = step(run, fleet, subset)
         failed = user_jobs.mpi_failed(subset, output)
         run.progress(f"bisection: MPI job on {', '.join(nodes)}: {'fail' if failed else 'pass'}")

@@ -198,16 +198,6 @@ def test_a_fault_bisection_cannot_put_on_a_pair_fails_the_cluster_only_naming_th
     assert checks[0].detail.startswith("not localised to a pair: the smallest set of nodes whose job fails is n[1,3-4]")
 
 
-@pytest.mark.parametrize(("alone_s", "nodes", "expected"), [
-    (0.0, 8, user_jobs.RETRY_MIN_S),  # nothing measured: the floor
-    (1.5, 2, 26), (1.5, 8, 44),  # the sandbox: 1.5 s alone, a pair and eight nodes
-    (4.0, 16, 148),  # a node that takes 4 s alone, in a job of 16
-    (10.0, 64, user_jobs.MPI_TIMEOUT_S),  # never more than the first launch
-])
-def test_a_relaunch_or_bisection_job_is_bounded_by_the_runs_alone_and_the_nodes_it_holds(alone_s, nodes, expected):
-    assert user_jobs.retry_timeout(alone_s, nodes) == expected
-
-
 def test_a_job_stopped_at_its_limit_says_so_first():
     one = user_jobs.mpi_step(["node01", "store01"], 2, "/opt/mpi-check", "certify-mpi-bisect-x")
     one = dataclasses.replace(one, timeout_s=26)

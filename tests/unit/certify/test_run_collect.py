@@ -363,12 +363,10 @@ def test_mpi_broken_between_two_nodes_is_bisected_to_that_pair_and_the_report_li
     assert all(s[:4] == ["runuser", "-u", "gp-certify", "--"] and "--mpi=pmix" in s for s in bisected)
     peer = {c.node: c.subject for c in report.all_checks() if c.check == "mpi.pair"}
     assert peer == {"store01": "store01<->store02", "store02": "store02<->store01"}
-    # Only the first launch may wait MPI_TIMEOUT_S: the relaunches and the bisection's jobs are bounded by the runs
-    # alone (here a moment: RETRY_MIN_S and a little).
+    # Every launch has the same limit (a bound from the runs alone failed healthy subsets under load, README)
     limits = [int(a[a.index("timeout") + 3]) for a in (shlex.split(c) for n, c in sandbox.log if n == "ctl01"
                                                         and "--mpi=pmix" in c)]
-    assert limits[0] == user_jobs.MPI_TIMEOUT_S and len(limits) == 1 + user_steps.MPI_RELAUNCHES + 4, limits
-    assert all(user_jobs.RETRY_MIN_S <= t <= user_jobs.RETRY_MIN_S + 5 for t in limits[1:]), limits
+    assert limits == [user_jobs.MPI_TIMEOUT_S] * (1 + user_steps.MPI_RELAUNCHES + 4), limits
 
 
 def test_a_package_version_two_nodes_of_a_group_disagree_on_names_both(sandbox):
