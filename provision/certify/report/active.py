@@ -88,7 +88,8 @@ def verdict(entry: dict[str, Any]) -> str:
 def _worth_keeping(entry: dict[str, Any]) -> bool:
     """A failed pass, or one that told Slurm something (drained, resumed, or a drain or resume that failed)."""
     action = entry.get("action", "")
-    return entry.get("ok") is False or action in ("drained", "resumed") or action.endswith(("drain failed", "failed"))
+    return entry.get("ok") is False or action in ("drained", "resumed") or action.startswith(("drain failed",
+                                                                                               "resume failed"))
 
 
 def _entry(value: Any) -> dict[str, Any]:

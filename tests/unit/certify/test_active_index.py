@@ -34,6 +34,12 @@ def test_latest_pass_per_node_and_a_history_of_failures_and_drains_each_once():
         ("compute05", "resumed"), ("compute05", "drained"), ("compute01", "drained")]  # newest first; quiet passes out
 
 
+def test_a_resume_that_failed_is_kept_though_the_pass_passed():
+    failed = _pass("compute03", "2026-11-28T11:00:00+0000", True, "resume failed: slurm_update error: Invalid node",
+                   "ac:net: ... (gpu-provision-active)")
+    assert active.merge(active.ActiveLog({}, ()), [failed, QUIET]).history == (active._entry(failed),)
+
+
 def test_a_node_without_a_pass_keeps_its_last_known_one():
     log = active.merge(active.ActiveLog({}, ()), [DRAIN])
     gone = node_health.NodeHealth("compute05", None, error="ssh: connection refused").to_dict()
