@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 NODE_MARK = "certify-node="
 SRUN_CHUNK = 1024  # MAX_MSG_LEN in Slurm's src/common/io_hdr.h
 KILL_AFTER_S = 10  # after the timeout, SIGKILL srun this much later
+STOPPED = "srun did not finish in time and was stopped"  # a step's general reason when its timeout ended it
 _LABEL = re.compile(r"^\s*(\d+): ?(.*)$")
 _NODE_ERRORS = (  # srun/slurmstepd lines that name a node, and what they mean
     re.compile(r"srun: error: (?P<node>[\w.-]+): tasks? [0-9,\-\[\]]+: (?P<why>.+)$"),
@@ -128,5 +129,5 @@ def parse(rc: int | None, stdout: str, stderr: str) -> StepOutput:
     named, general = node_errors(stderr)
     timed_out = rc in (124, 137)
     if timed_out:
-        general.append("srun did not finish in time and was stopped")
+        general.append(STOPPED)
     return StepOutput(rc, split_labelled(stdout), named, general, timed_out)

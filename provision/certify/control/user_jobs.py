@@ -32,7 +32,7 @@ from provision import hostlist
 from provision.certify.control.bisect import Bisection
 from provision.certify.control.node_definition import Definition
 from provision.certify.control.slurm_checks import parse_fields
-from provision.certify.control.srun import Step, StepOutput
+from provision.certify.control.srun import STOPPED, Step, StepOutput
 from provision.certify.probe.records import CheckResult
 
 MEMORY_FRACTION = 0.9  # "most of its memory": what a user asking for the node would request
@@ -149,7 +149,7 @@ def failure_summary(step: Step, output: StepOutput, reasons: int = 3) -> str:
     """How a failed job across the nodes ended, in one line (srun's reasons, the first few)."""
     found = [f"{n}: {r}" for n, r in output.errors.items()] + output.general
     if output.timed_out:  # what srun says of its killed tasks would hide why: it did not finish
-        found = [f"did not finish within {step.timeout_s} s", *(f for f in found if "did not finish" not in f)]
+        found = [f"did not finish within {step.timeout_s} s", *(f for f in found if f != STOPPED)]
     return "; ".join(found[:reasons]) or "ranks missing or wrong"
 
 

@@ -34,6 +34,11 @@ class ActiveLog:
     def empty(self) -> bool:
         return not self.latest and not self.history
 
+    @property
+    def by_node(self) -> list[dict[str, Any]]:
+        """Each node's latest pass, in node-name order."""
+        return [self.latest[n] for n in sorted(self.latest)]
+
 
 def read(reports_dir: Path) -> ActiveLog:
     """The log in the reports folder; an empty one when there is none, with a note when it could not be read."""

@@ -26,7 +26,7 @@ def render(reports_dir: Path) -> str:
     notes = found.notes + ((checks.note,) if checks.note else ())
     return html.environment().get_template(TEMPLATE).render(
         cluster=cluster, runs=found.runs, notes=notes, headlines=headlines, active=checks,
-        active_latest=[checks.latest[n] for n in sorted(checks.latest)], active_verdict=active.verdict,
+        active_verdict=active.verdict,
         trends=trend.trends(found.runs, headlines), width=trend.WIDTH, height=trend.HEIGHT,
         tool_version=provision.__version__)
 
