@@ -7,6 +7,7 @@ from pathlib import Path
 
 from provision.certify.judging import thresholds
 from provision.errors import UsageError
+from provision.monitoring import monitoring_vars
 from provision.node import hardware
 from provision.records import ClusterInfo
 from provision.remote import ssh_options
@@ -58,6 +59,7 @@ def render(spec: ClusterSpec, cluster: ClusterInfo) -> dict[str, str]:
         "db_password_file": str(state.secrets.db_password),
         "people": people_vars(spec, cluster),
         "active": active_vars(spec, cluster),
+        "monitoring": monitoring_vars(spec, cluster),
     }
     cluster_vars = env.get_template("inventory/cluster.yml.j2").render(**context)
     return {"hosts.yml": render_hosts(cluster), "group_vars/all/cluster.yml": cluster_vars}

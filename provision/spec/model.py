@@ -9,6 +9,7 @@ from pydantic import Field, StrictBool, field_validator
 from provision import hostlist
 from provision.limits import MAX_NODE_GROUPS, MAX_NODES_PER_CLUSTER, MAX_NODES_PER_GROUP, clip
 from provision.providers import registry
+from provision.spec.monitoring import Monitoring
 from provision.spec.people import MAX_USERS, Accounting, CertifyUser, Directory, Homes, User
 from provision.spec.section import StrictModel
 from provision.spec.slurm_config import ALLOWED as SLURM_PARAMETERS, SlurmParameter, SlurmValue
@@ -16,8 +17,8 @@ from provision.spec.shapes import (Addresses, AptComponent, AptSuite, DebianVers
                                    LocalPath, MountPoint, NcclVersion, PackageName, RemotePath, Token, Url, UserName,
                                    shape_error)
 
-Role = Literal["controller", "login", "compute", "storage"]
-ROLES: tuple[str, ...] = ("controller", "login", "compute", "storage")
+Role = Literal["controller", "login", "compute", "storage", "monitoring"]
+ROLES: tuple[str, ...] = ("controller", "login", "compute", "storage", "monitoring")
 
 _NAME = r"^[a-z][a-z0-9-]{0,30}$"
 _NAME_HINT = "lower-case letters, digits and '-', starting with a letter, at most 31 characters"
@@ -222,6 +223,7 @@ class ClusterSpec(StrictModel):
     filesystem: Filesystem = Filesystem()
     certify: Certify = Certify()
     health: Health = Health()
+    monitoring: Monitoring = Monitoring()
     users: list[User] = Field(default_factory=list, max_length=MAX_USERS,
                               description="people: the same account on every node (provision/spec/people.py)")
     homes: Homes = Homes()

@@ -14,7 +14,7 @@ from provision.errors import SpecError
 from provision.files import FileKind, UnreadableFile, check_regular
 from provision.node import compat
 from provision.providers import registry
-from provision.spec import health_checks, os_checks, people_checks, reserved, topology
+from provision.spec import health_checks, monitoring_checks, os_checks, people_checks, reserved, topology
 from provision.spec.findings import Finding
 from provision.spec.model import ClusterSpec
 from provision.spec.section import ProviderSection
@@ -342,6 +342,7 @@ VALIDATORS: tuple[Validator, ...] = (
     people_checks.check_users, people_checks.check_user_accounts, people_checks.check_accounting,
     people_checks.check_directory_users, people_checks.check_homes, people_checks.check_directory,
     people_checks.check_login_nodes, people_checks.check_certify_user, health_checks.check_active,
+    monitoring_checks.check_monitoring,
 )
 
 
@@ -363,6 +364,7 @@ READS: dict[Validator, tuple[str, ...]] = {
     people_checks.check_login_nodes: ("users", "directory", "node_groups"),
     people_checks.check_certify_user: ("certify", "users", "accounting"),
     health_checks.check_active: ("health", "software", "node_groups"),
+    monitoring_checks.check_monitoring: ("monitoring", "node_groups", "ssh", "health", "provider"),
 }
 
 

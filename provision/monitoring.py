@@ -1,0 +1,49 @@
+"""Where the cluster's monitoring runs and what the monitoring role is told (README "Monitoring"): Prometheus and
+Alertmanager on the node with the `monitoring` role, else the controller; node exporter on every node; DCGM's exporter
+on GPU nodes; the Slurm collector on the controller."""
+from __future__ import annotations
+
+from provision.records import ClusterInfo, NodeInfo
+from provision.spec.model import ClusterSpec
+
+
+def monitoring_node(cluster: ClusterInfo) -> NodeInfo:
+    """The node that runs Prometheus and Alertmanager."""
+    return next(iter(cluster.with_role("monitoring")), cluster.controller)
+
+
+def prometheus_url(spec: ClusterSpec, cluster: ClusterInfo) -> str | None:
+    """Prometheus's base URL on the cluster's network, as the monitoring node itself reaches it; None when
+    monitoring is off or the node's address is not known yet."""
+    node = monitoring_node(cluster)
+    if not spec.monitoring.enabled or not node.address:
+        return None
+    return f"http://{node.address}:{spec.monitoring.prometheus_port}"
+
+
+def monitoring_vars(spec: ClusterSpec, cluster: ClusterInfo) -> dict:
+    """The monitoring role's monitoring_* and the dcgm role's dcgm_exporter_* from the spec's monitoring section.
+    A receiver's url_file stays a path on this machine: the role reads it under no_log."""
+    monitoring = spec.monitoring
+    grafana = monitoring.grafana
+    receivers = [{"name": r.name, "url": r.url or "",
+                  "url_file": str(r.url_file.expanduser().absolute()) if r.url_file else "",
+                  "send_resolved": r.send_resolved} for r in monitoring.receivers]
+    return {
+        "monitoring_enabled": monitoring.enabled,
+        "monitoring_host": monitoring_node(cluster).name,
+        "monitoring_listen": monitoring.listen,
+        "monitoring_prometheus_port": monitoring.prometheus_port,
+        "monitoring_alertmanager_port": monitoring.alertmanager_port,
+        "monitoring_node_exporter_port": monitoring.node_exporter_port,
+        "monitoring_scrape_interval": monitoring.scrape_interval_s,
+        "monitoring_retention_days": monitoring.retention_days,
+        "monitoring_slurm_interval": monitoring.slurm_interval_s,
+        "monitoring_receivers": receivers,
+        "monitoring_grafana_enabled": grafana is not None,
+        "monitoring_grafana_repository_url": grafana.repository_url if grafana else "",
+        "monitoring_grafana_key_url": grafana.key_url if grafana else "",
+        "monitoring_grafana_port": grafana.port if grafana else 3000,
+        "dcgm_exporter_enabled": monitoring.enabled,
+        "dcgm_exporter_port": monitoring.dcgm_exporter_port,
+    }
