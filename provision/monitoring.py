@@ -44,6 +44,7 @@ def monitoring_vars(spec: ClusterSpec, cluster: ClusterInfo) -> dict:
         "monitoring_grafana_repository_url": grafana.repository_url if grafana else "",
         "monitoring_grafana_key_url": grafana.key_url if grafana else "",
         "monitoring_grafana_port": grafana.port if grafana else 3000,
+        "monitoring_dcgm_exporter_port": monitoring.dcgm_exporter_port,
         "dcgm_exporter_enabled": monitoring.enabled,
         "dcgm_exporter_port": monitoring.dcgm_exporter_port,
     }

@@ -42,6 +42,9 @@ def bases_for(tmp_path: Path) -> dict[str, dict]:
               "certify": {"level": "quick", "user": {"name": "gp-certify", "uid": 59990}},
               "health": {"enabled": True, "interval_s": 300, "node_state": ["ANY"],
                          "active": {"interval_s": 3600, "level": "quick"}},
+              "monitoring": {"enabled": True, "listen": "cluster",
+                             "receivers": [{"name": "ops", "url": "https://hooks.example.internal/alerts"},
+                                           {"name": "pager", "url_file": str(BIND_PASSWORD), "send_resolved": False}]},
               "state_dir": str(tmp_path / "state")}
     compute = {"name": "gpu", "roles": ["compute"], "partition": "batch", "gpu": {"model": "H100-SXM", "count": 8},
                "interconnect": {"type": "infiniband", "nics": 8}, "os": "debian-13"}

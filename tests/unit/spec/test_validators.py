@@ -365,6 +365,21 @@ CASES = [
     ("active checks on slurmd's port",
      _set("health", {"active": {"port": 6818}}),
      "error: health.active.port: 6818 is a Slurm daemon's port; choose another port, e.g. 5301"),
+    ("Prometheus on slurmctld's port",
+     _set("monitoring", {"prometheus_port": 6817}),
+     "error: monitoring.prometheus_port: 6817 is a Slurm daemon's port; choose another port"),
+    ("two monitoring services on one port",
+     _set("monitoring", {"alertmanager_port": 9100}),
+     "error: monitoring: port 9100 is given to alertmanager_port and node_exporter_port; give each service its own "
+     "port"),
+    ("a receiver's URL file that is missing",
+     _set("monitoring", {"receivers": [{"name": "ops", "url_file": "/nonexistent/hook"}]}),
+     "error: monitoring.receivers[0].url_file: /nonexistent/hook: no such file; give the path of a file holding the "
+     "receiver's URL"),
+    ("two monitoring nodes",
+     lambda d: d["node_groups"].append({"name": "mon", "roles": ["monitoring"], "count": 2}),
+     "error: node_groups: 2 nodes have the monitoring role; Prometheus and Alertmanager run on one; give the "
+     "monitoring role to one node (a group with count: 1)"),
     ("an LDAP CA file that is missing",
      _set("directory", {"type": "ldap", "uri": "ldaps://ldap.example.org", "base_dn": "dc=example,dc=org",
                         "ca_file": "/nonexistent/ca.pem"}),
