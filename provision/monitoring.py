@@ -25,7 +25,6 @@ def monitoring_vars(spec: ClusterSpec, cluster: ClusterInfo) -> dict:
     """The monitoring role's monitoring_* and the dcgm role's dcgm_exporter_* from the spec's monitoring section.
     A receiver's url_file stays a path on this machine: the role reads it under no_log."""
     monitoring = spec.monitoring
-    grafana = monitoring.grafana
     receivers = [{"name": r.name, "url": r.url or "",
                   "url_file": str(r.url_file.expanduser().absolute()) if r.url_file else "",
                   "send_resolved": r.send_resolved} for r in monitoring.receivers]
@@ -40,10 +39,6 @@ def monitoring_vars(spec: ClusterSpec, cluster: ClusterInfo) -> dict:
         "monitoring_retention_days": monitoring.retention_days,
         "monitoring_slurm_interval": monitoring.slurm_interval_s,
         "monitoring_receivers": receivers,
-        "monitoring_grafana_enabled": grafana is not None,
-        "monitoring_grafana_repository_url": grafana.repository_url if grafana else "",
-        "monitoring_grafana_key_url": grafana.key_url if grafana else "",
-        "monitoring_grafana_port": grafana.port if grafana else 3000,
         "monitoring_dcgm_exporter_port": monitoring.dcgm_exporter_port,
         "dcgm_exporter_enabled": monitoring.enabled,
         "dcgm_exporter_port": monitoring.dcgm_exporter_port,

@@ -1,6 +1,6 @@
 """The spec's `monitoring:` section: Prometheus and Alertmanager on one node (the node with the `monitoring` role,
-else the controller), node exporter on every node, DCGM's exporter on GPU nodes, Grafana where asked (README
-"Monitoring")."""
+else the controller), node exporter on every node, DCGM's exporter on GPU nodes (README "Monitoring"). Grafana is not
+installed: its dashboards ship as JSON to import (Debian has no Grafana package)."""
 from __future__ import annotations
 
 from typing import Literal
@@ -30,15 +30,6 @@ class Receiver(StrictModel):
         return self
 
 
-class Grafana(StrictModel):
-    """Grafana from Grafana's own apt repository (Debian has no Grafana package), with our dashboards and a
-    Prometheus data source provisioned."""
-
-    repository_url: Url = "https://apt.grafana.com"
-    key_url: Url = "https://apt.grafana.com/gpg.key"
-    port: int = Field(3000, ge=1024, le=65535)
-
-
 class Monitoring(StrictModel):
     """Prometheus, Alertmanager and the exporters, on by default; `enabled: false` installs none of it."""
 
@@ -54,10 +45,8 @@ class Monitoring(StrictModel):
     slurm_interval_s: int = Field(30, ge=5, le=3600, description="how often the controller's Slurm collector runs")
     receivers: list[Receiver] = Field(default_factory=list, max_length=16,
                                       description="Alertmanager's receivers; none: alerts are only shown")
-    grafana: Grafana | None = Field(None, description="install Grafana with our dashboards; null: none")
 
     def ports(self) -> dict[str, int]:
         """Each service's port by the field that sets it."""
         return {"prometheus_port": self.prometheus_port, "alertmanager_port": self.alertmanager_port,
-                "node_exporter_port": self.node_exporter_port, "dcgm_exporter_port": self.dcgm_exporter_port,
-                **({"grafana.port": self.grafana.port} if self.grafana else {})}
+                "node_exporter_port": self.node_exporter_port, "dcgm_exporter_port": self.dcgm_exporter_port}

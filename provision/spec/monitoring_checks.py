@@ -1,5 +1,5 @@
 """Validation of the spec's monitoring section beyond its shape: one monitoring node, ports that collide with nothing
-else the cluster listens on, receivers' files, and Grafana only where its repository can be reached."""
+else the cluster listens on, and the receivers' files."""
 from __future__ import annotations
 
 from collections import Counter
@@ -16,7 +16,7 @@ _URL_FILE = FileKind("a webhook URL file", "give the path of a file holding the 
 
 def check_monitoring(spec: ClusterSpec) -> list[Finding]:
     """Every rule of the monitoring section that needs the rest of the spec."""
-    return _monitoring_nodes(spec) + _ports(spec) + _receivers(spec) + _grafana(spec)
+    return _monitoring_nodes(spec) + _ports(spec) + _receivers(spec)
 
 
 def _monitoring_nodes(spec: ClusterSpec) -> list[Finding]:
@@ -63,16 +63,3 @@ def _receivers(spec: ClusterSpec) -> list[Finding]:
             out.append(Finding("error", where, exc.message, exc.hint or _URL_FILE.fix))
     return out
 
-
-def _grafana(spec: ClusterSpec) -> list[Finding]:
-    if spec.monitoring.grafana is None:
-        return []
-    if not spec.monitoring.enabled:
-        return [Finding("error", "monitoring.grafana", "is set while monitoring.enabled is false",
-                        "set monitoring.enabled: true, or remove monitoring.grafana")]
-    if spec.provider.simulated:
-        return [Finding("error", "monitoring.grafana", "cannot be installed on sandbox nodes: Debian has no Grafana "
-                        "and sandbox nodes reach only the Debian mirror",
-                        "remove monitoring.grafana; import the dashboards (playbooks/roles/monitoring/files/"
-                        "dashboards) into a Grafana of your own")]
-    return []

@@ -48,14 +48,14 @@ def test_good_spec_is_valid(tmp_path):
      "error: softwear (line 11): unknown key 'softwear'; did you mean 'software'?"),
     (GOOD + "zzz: 1\n",
      "error: zzz (line 11): unknown key 'zzz'; known keys here: accounting, certify, directory, "
-     "filesystem, health, homes, name, node_groups, provider, software, ssh, state_dir, users"),
+     "filesystem, health, homes, monitoring, name, node_groups, provider, software, ssh, state_dir, users"),
     (GOOD.replace("name: demo\n", ""),
      "error: name: is required but missing; add 'name'"),
     (GOOD.replace("  type: sandbox", "  type: openstack"),
      "error: provider (line 2): provider type 'openstack' is not known; use one of: sandbox, static, aws"),
     (GOOD.replace("    roles: [controller]", "    roles: [boss]"),
      "error: node_groups[0].roles[0] (line 6): 'boss' is not valid: not one of 'controller', 'login', "
-     "'compute' or 'storage'; use one of 'controller', 'login', 'compute' or 'storage'"),
+     "'compute', 'storage' or 'monitoring'; use one of 'controller', 'login', 'compute', 'storage' or 'monitoring'"),
     (GOOD + "certify: {level: extreme}\n",
      "error: certify.level (line 11): 'extreme' is not valid: not one of 'quick', 'standard' or 'full'; "
      "use one of 'quick', 'standard' or 'full'"),
