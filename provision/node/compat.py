@@ -68,6 +68,23 @@ DCGM_CUDA_MAJORS: dict[str, Rule] = {
                             "'Update to DCGM 4.4 and Cuda 13.0')"),
 }
 
+# NVIDIA's DCGM exporter: one package for every CUDA major (datacenter-gpu-manager-exporter in the CUDA repository,
+# versioned by the exporter release alone, e.g. 4.8.2-1), built against one DCGM release: each release is tagged
+# <dcgm>-<exporter> and NVIDIA asks to run it with that DCGM. Exporter 4.x goes with DCGM 4, 3.x with DCGM 3.
+DCGM_EXPORTER_PACKAGE = Rule(
+    "datacenter-gpu-manager-exporter", "4",
+    "NVIDIA DCGM documentation, Install DCGM Exporter (docs.nvidia.com/datacenter/dcgm/latest/installation/"
+    "install-dcgm-exporter.html): 'Run DCGM Exporter with the DCGM version paired with that exporter release'; "
+    "package versions identify the exporter version; the release tags pair DCGM 4 with exporter 4.x from "
+    "4.0.0-4.0.1 on (github.com/NVIDIA/dcgm-exporter tags)")
+# CUDA major -> the oldest exporter release paired with a DCGM that has that CUDA major (DCGM_CUDA_MAJORS).
+DCGM_EXPORTER_CUDA_MAJORS: dict[str, Rule] = {
+    "11": Rule("11", "4.0.0", "NVIDIA dcgm-exporter 4.0.0-4.0.1: the first exporter release paired with DCGM 4.0"),
+    "12": Rule("12", "4.0.0", "NVIDIA dcgm-exporter 4.0.0-4.0.1: the first exporter release paired with DCGM 4.0"),
+    "13": Rule("13", "4.5.0", "NVIDIA dcgm-exporter 4.4.0-4.5.0 (github.com/NVIDIA/dcgm-exporter/pull/545): "
+                              "'Update to DCGM 4.4 and Cuda 13.0', the first paired with a DCGM that has CUDA 13"),
+}
+
 _DRIVER_VERSION = re.compile(r"^([0-9]{3})\.[0-9]+(\.[0-9]+)?$")  # ASCII digits only: int() reads what it matches
 
 
@@ -139,6 +156,26 @@ def dcgm_min_version_for_branch(branch: int) -> str | None:
     return rule.value if rule else None
 
 
+def dcgm_exporter_min_version_for_branch(branch: int) -> str | None:
+    """The oldest DCGM exporter release paired with a DCGM that has the branch's CUDA major."""
+    max_cuda = max_cuda_for_branch(branch)
+    rule = DCGM_EXPORTER_CUDA_MAJORS.get(max_cuda.split(".")[0]) if max_cuda else None
+    return rule.value if rule else None
+
+
+def dcgm_exporter_version_problem(branch: int, version: str) -> str | None:
+    """Why a pinned exporter package version (4.8.2-1, with or without an epoch) does not fit the branch's DCGM."""
+    upstream = version.split(":")[-1].rsplit("-", 1)[0]
+    if not re.fullmatch(r"[0-9]+(\.[0-9]+)*", upstream):
+        return f"'{version}' is not a package version such as 4.8.2-1"
+    if upstream.split(".")[0] != DCGM_EXPORTER_PACKAGE.value:
+        return f"exporter {upstream} is not paired with DCGM {DCGM_EXPORTER_PACKAGE.value}"
+    minimum = dcgm_exporter_min_version_for_branch(branch)
+    if minimum and version_tuple(upstream) < version_tuple(minimum):
+        return f"exporter {upstream} is older than {minimum}, the first paired with a DCGM for this branch's CUDA major"
+    return None
+
+
 def ansible_vars() -> dict:
     """The table as the GPU roles read it (gpu_base_compat), sources included."""
     return {"gpu_base_compat": {
@@ -148,12 +185,17 @@ def ansible_vars() -> dict:
         "dcgm_cuda_majors": {major: {"package": f"datacenter-gpu-manager-4-cuda{major}", "min_version": rule.value}
                              for major, rule in DCGM_CUDA_MAJORS.items()},
         "dcgm_min_driver_branch": int(DCGM_MIN_DRIVER_BRANCH.value),
+        "dcgm_exporter": {"package": DCGM_EXPORTER_PACKAGE.key, "major": DCGM_EXPORTER_PACKAGE.value,
+                          "cuda_majors": {major: {"min_version": rule.value}
+                                          for major, rule in DCGM_EXPORTER_CUDA_MAJORS.items()}},
         "sources": {
             "driver_max_cuda": _CUDA_RELEASE_NOTES,
             "nccl_cuda_majors": "; ".join(f"CUDA {k}: {r.source}" for k, r in NCCL_CUDA_MAJORS.items()),
             "fabric_manager": FABRIC_MANAGER_EQUALS_DRIVER.source,
             "dcgm": "; ".join([DCGM_MIN_DRIVER_BRANCH.source]
                               + [f"CUDA {k}: {r.source}" for k, r in DCGM_CUDA_MAJORS.items()]),
+            "dcgm_exporter": "; ".join([DCGM_EXPORTER_PACKAGE.source]
+                                       + [f"CUDA {k}: {r.source}" for k, r in DCGM_EXPORTER_CUDA_MAJORS.items()]),
         },
     }}
 

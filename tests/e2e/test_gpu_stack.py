@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import urllib.request
 from dataclasses import dataclass, field
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -28,6 +29,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from provision.certify.probe.metrics import catalogue
 from provision.cluster.lifecycle import get_provider
 from provision.deploy.engine import DeployOptions, deploy
 from provision.deploy.records import DeployResult
@@ -115,10 +117,13 @@ class GpuCluster:
             "profile": "cat /etc/profile.d/gpu-provision-cuda.sh",
             "lmod": "cat /etc/lmod/modulefiles/cuda/12.4.lua && readlink /etc/lmod/modulefiles/cuda/default",
             "enabled": "systemctl is-enabled nvidia-persistenced nvidia-fabricmanager nvidia-dcgm",
-            "ports": "python3 -c 'import socket\nfor p in (6666, 5555):\n s=socket.socket()\n"
+            "ports": "python3 -c 'import socket\nfor p in (6666, 5555, 9400):\n s=socket.socket()\n"
                      " print(p, s.connect_ex((\"127.0.0.1\", p)) == 0)'",
             "debian_sources": "cat /etc/apt/sources.list.d/debian.sources",
             "pin": "cat /etc/apt/preferences.d/gpu-provision-nvidia-driver",
+            "exporter_enabled": "systemctl is-enabled nvidia-dcgm-exporter",
+            "exporter_dropin": "cat /etc/systemd/system/nvidia-dcgm-exporter.service.d/gpu-provision.conf",
+            "exporter_counters": "cat /etc/dcgm-exporter/gpu-provision-counters.csv",
         }
         return {key: self.ssh(node, command).stdout for key, command in probes.items()}
 
@@ -289,6 +294,18 @@ def test_driver_nccl_dcgm_and_fabric_manager_are_held(gpu_cluster, installed):
             "datacenter-gpu-manager-4-cuda12", "datacenter-gpu-manager-4-core"} <= holds
 
 
+def test_dcgm_exporter_is_installed_held_and_set_to_the_nodes_address_and_our_counters(gpu_cluster, installed):
+    for node in ("gpu01", "gpu02"):
+        snap = gpu_cluster.snapshots[f"installed/{node}"]
+        assert _packages(snap)["datacenter-gpu-manager-exporter"] == "4.6.0-1"  # the newest stand-in, then held
+        assert "datacenter-gpu-manager-exporter" in snap["holds"].split()
+        address = gpu_cluster.info.node(node).address
+        assert "ExecStart=\nExecStart=/usr/bin/dcgm-exporter -f /etc/dcgm-exporter/gpu-provision-counters.csv " \
+               f"-a {address}:9400 -r 127.0.0.1:5555\n" in snap["exporter_dropin"]
+        assert snap["exporter_counters"] == (REPO / "playbooks/roles/dcgm/files/dcgm-exporter-counters.csv").read_text()
+        assert snap["exporter_enabled"].strip() == "enabled"
+
+
 def test_reboot_is_recorded_not_done_and_services_wait_for_the_driver(gpu_cluster, installed):
     snap = gpu_cluster.snapshots["installed/gpu01"]
     assert snap["reboot"].strip() == f"driver {DRIVER} is installed but no NVIDIA driver is loaded"
@@ -327,6 +344,17 @@ def test_after_the_reboot_the_marker_clears_and_the_daemons_answer(gpu_cluster, 
     assert snap["reboot"] == ""
     assert "6666 True" in snap["ports"] and "5555 True" in snap["ports"]
     assert _packages(snap)["nvidia-driver-cuda"] == f"{DRIVER}-1"  # the matching driver was left alone
+
+
+def test_after_the_reboot_the_dcgm_exporter_serves_every_catalogue_name_on_the_nodes_address(gpu_cluster, rebooted):
+    """A scrape as Prometheus's job dcgm makes it: the stand-in exporter serves what the drop-in's -f names, on the
+    drop-in's -a, and started only once the host engine answered (-r); nothing on the loopback address."""
+    address = gpu_cluster.info.node("gpu01").address
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # the bridge, never a proxy
+    with opener.open(f"http://{address}:9400/metrics", timeout=10) as response:
+        served = {line.split("{")[0] for line in response.read().decode().splitlines() if not line.startswith("#")}
+    assert served == set(catalogue.DCGM)
+    assert "9400 False" in gpu_cluster.snapshots["rebooted/gpu01"]["ports"]
 
 
 def test_roles_refuse_an_incoherent_combination_and_propose_a_coherent_one(gpu_cluster, rebooted):

@@ -13,7 +13,8 @@ ROLE_VARS = Path(__file__).resolve().parents[3] / "playbooks/roles/gpu_base/vars
 
 def _all_rules() -> list[compat.Rule]:
     return [*compat.DRIVER_MAX_CUDA.values(), *compat.NCCL_CUDA_MAJORS.values(), *compat.DCGM_CUDA_MAJORS.values(),
-            compat.FABRIC_MANAGER_EQUALS_DRIVER, compat.DCGM_MIN_DRIVER_BRANCH]
+            compat.FABRIC_MANAGER_EQUALS_DRIVER, compat.DCGM_MIN_DRIVER_BRANCH, compat.DCGM_EXPORTER_PACKAGE,
+            *compat.DCGM_EXPORTER_CUDA_MAJORS.values()]
 
 
 def test_every_rule_names_its_source():
@@ -69,3 +70,24 @@ def test_fabric_manager_version_is_the_driver_version():
 def test_dcgm_package_follows_the_branchs_cuda_major(branch, package, minimum):
     assert compat.dcgm_package_for_branch(branch) == package
     assert compat.dcgm_min_version_for_branch(branch) == minimum
+
+
+def test_every_cuda_major_with_a_dcgm_package_has_an_exporter_rule():
+    assert set(compat.DCGM_EXPORTER_CUDA_MAJORS) == set(compat.DCGM_CUDA_MAJORS)
+
+
+@pytest.mark.parametrize("branch, minimum", [(535, "4.0.0"), (570, "4.0.0"), (580, "4.5.0"), (999, None)])
+def test_dcgm_exporter_minimum_follows_the_branchs_cuda_major(branch, minimum):
+    assert compat.dcgm_exporter_min_version_for_branch(branch) == minimum
+
+
+@pytest.mark.parametrize("branch, version, problem", [
+    (570, "4.8.2-1", None),
+    (570, "1:4.1.3-1", None),  # an epoch, should NVIDIA's package carry one, is not part of the release
+    (580, "4.5.0-1", None),
+    (580, "4.4.1-1", "exporter 4.4.1 is older than 4.5.0, the first paired with a DCGM for this branch's CUDA major"),
+    (570, "3.3.9-1", "exporter 3.3.9 is not paired with DCGM 4"),
+    (570, "latest", "'latest' is not a package version such as 4.8.2-1"),
+])
+def test_a_pinned_dcgm_exporter_must_be_paired_with_dcgm_4_and_the_cuda_major(branch, version, problem):
+    assert compat.dcgm_exporter_version_problem(branch, version) == problem

@@ -123,7 +123,9 @@ DCGM: dict[str, str] = {
     "DCGM_FI_DEV_POWER_USAGE": "power draw (W)",
     "DCGM_FI_DEV_SM_CLOCK": "SM clock (MHz)",
     "DCGM_FI_DEV_MEM_CLOCK": "memory clock (MHz)",
-    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": "clock throttle reasons (bitmask)",
+    # DCGM 3.3 renamed CLOCK_THROTTLE_REASONS (kept as a deprecated #define); exporters 4.4.2-4.7.1 to 4.5.2-4.8.1
+    # (go-dcgm 2025-12 to 2026-04) no longer resolve the old name and refuse to start with it in the counters file.
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": "clock event (throttle) reasons (bitmask)",
     "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": "single-bit ECC errors since the driver loaded",
     "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": "double-bit ECC errors since the driver loaded",
     "DCGM_FI_DEV_ROW_REMAP_FAILURE": "1 when a row remap failed",
