@@ -3,15 +3,18 @@ every alert rule has a case that fires it and one where it stays silent, every s
 the lists the rules hold (Xid codes, drain reasons) agree with the code that owns them."""
 from __future__ import annotations
 
+import json
 import re
 import subprocess
+from pathlib import Path
+
 import pytest
 import yaml
 from conftest import RULE_TESTS, RULES
 from promql_names import metric_names
 
 from provision.certify.control.slurm_checks import drain_reason
-from provision.certify.probe.health import xid_catalog
+from provision.certify.probe.health import state as gpu_state, xid_catalog
 from provision.certify.probe.metrics import catalogue
 from provision.certify.probe.nodehealth import reason as health_reason
 from provision.cluster import rolling
@@ -116,6 +119,16 @@ def test_the_xids_that_need_a_reset_are_the_xid_catalogues():
     assert sorted(in_rule) == wanted
     assert len(in_rule) == len(set(in_rule))
     assert rule["expr"].count(" or ") == len(in_rule) - 1  # nothing else is or-ed in
+
+
+H200_PROBE = Path(__file__).resolve().parents[2] / "fixtures" / "certify" / "h200" / "probe_standard_root.json"
+
+
+def test_too_hot_is_certifys_warning_band_of_the_recorded_h200():
+    """GpuTooHot's figure: the recorded H200's slowdown threshold less certify's margin."""
+    rule = next(r for r in alerts() if r["alert"] == "GpuTooHot")
+    slowdown = json.loads(H200_PROBE.read_text())["nvml"]["gpus"][0]["temperature_slowdown_c"]
+    assert rule["expr"] == f"DCGM_FI_DEV_GPU_TEMP >= {slowdown - gpu_state.TEMPERATURE_MARGIN_C}"
 
 
 # A drain reason of each kind, made by the code that sets it, and the drained_by the alert must give it.
