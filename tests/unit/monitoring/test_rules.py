@@ -159,3 +159,9 @@ def test_a_drain_reason_is_told_apart_by_who_drained_the_node(reason, drained_by
     assert health_reason.is_own(reason) == (drained_by == "health")
     assert health_reason.is_active(reason) == (drained_by == "active")
 
+
+
+def test_the_readme_lists_every_alert():
+    readme = (RULES.parent / "README.md").read_text()
+    listed = set(re.findall(r"^\| (\w+) \|", readme, re.M))
+    assert {rule["alert"] for rule in alerts()} <= listed
