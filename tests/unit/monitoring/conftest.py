@@ -1,16 +1,13 @@
-"""The monitoring role's files under test, and promtool (unpacked by `make promtool`, never skipped when missing)."""
+"""promtool for the rule and dashboard tests: unpacked by `make promtool`; a test that needs it fails without it, never
+skips."""
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
 import pytest
+from monitoring_files import REPO
 
-REPO = Path(__file__).resolve().parents[3]
-FILES = REPO / "playbooks" / "roles" / "monitoring" / "files"
-RULES = FILES / "rules"
-DASHBOARDS = FILES / "dashboards"
-RULE_TESTS = Path(__file__).resolve().parent / "rules"
 PROMTOOL = REPO / "build" / "prometheus-tools" / "usr" / "bin" / "promtool"
 
 

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 import yaml
-from conftest import DASHBOARDS
+from monitoring_files import DASHBOARDS
 from promql_names import metric_names
 
 from provision.certify.probe.metrics import catalogue

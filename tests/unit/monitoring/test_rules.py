@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import RULE_TESTS, RULES
+from monitoring_files import RULE_TESTS, RULES
 from promql_names import metric_names
 
 from provision.certify.control.slurm_checks import drain_reason
