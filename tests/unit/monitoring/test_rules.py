@@ -147,9 +147,10 @@ REASONS = [
 
 
 def _matches(rule: dict, reason: str) -> bool:
-    """Whether a SlurmNodeDrained rule's reason matcher (anchored, as Prometheus anchors it) takes the reason."""
-    op, pattern = re.search(r"reason\s*(=~|!~)\s*`([^`]*)`", rule["expr"]).groups()
-    return bool(re.fullmatch(pattern, reason)) == (op == "=~")
+    """Whether a SlurmNodeDrained rule's reason matchers (anchored, as Prometheus anchors them) all take the reason."""
+    matchers = re.findall(r"reason\s*(=~|!~)\s*`([^`]*)`", rule["expr"])
+    assert matchers, rule["expr"]
+    return all(bool(re.fullmatch(pattern, reason)) == (op == "=~") for op, pattern in matchers)
 
 
 @pytest.mark.parametrize(("reason", "drained_by"), REASONS, ids=[r[0][:40] for r in REASONS])
