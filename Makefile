@@ -14,7 +14,7 @@ export DEBIAN_FRONTEND := noninteractive
 APT_PACKAGES := python3-venv openssh-client iproute2 iputils-ping debootstrap apt-cacher-ng zstd \
 	ca-certificates gpg dpkg-dev chromium tmux
 
-.PHONY: help deps venv test demo demo-down lint clean examples lock newest
+.PHONY: help deps venv test demo demo-down lint clean examples lock newest promtool
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -48,7 +48,20 @@ venv: $(BIN)/.installed  ## create .venv with the package and its test extras, f
 # printed after the end-to-end one, and `make test` fails when either does.
 UNIT_LOG := build/test-unit.log
 
-test: deps venv  ## static checks (ruff), then the whole test suite (unit and moto beside sandbox end-to-end)
+# promtool (Debian's prometheus package) checks and unit-tests the monitoring role's alert rules. The package is
+# unpacked under build/, never installed: installing it would start a Prometheus on this machine.
+PROMTOOL := build/prometheus-tools/usr/bin/promtool
+
+$(PROMTOOL):
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && { chown _apt "$$tmp" 2>/dev/null || true; } && \
+	(cd "$$tmp" && { apt-get download -qq prometheus || { apt-get update -qq && apt-get download -qq prometheus; }; }) && \
+	rm -rf build/prometheus-tools && mkdir -p build/prometheus-tools && \
+	dpkg-deb -x "$$tmp"/prometheus_*.deb build/prometheus-tools
+	test -x $@ && touch $@
+
+promtool: $(PROMTOOL)  ## unpack promtool from Debian's prometheus package into build/ (the alert rules' tests use it)
+
+test: deps venv $(PROMTOOL)  ## static checks (ruff), then the whole test suite (unit and moto beside sandbox end-to-end)
 	$(BIN)/ruff check --no-cache provision tests bench playbooks
 	@mkdir -p $(dir $(UNIT_LOG))
 	@$(BIN)/pytest -m "not e2e" -p no:cacheprovider > $(UNIT_LOG) 2>&1 & unit=$$!; \
