@@ -51,7 +51,8 @@ def run(argv: list[str], deadline: Deadline, cap_s: float = 5.0, stdin: str | No
         return Done(None)
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                                env=env)
     except OSError as exc:
         return Done(127, stderr=f"{argv[0]}: {exc.strerror}")
     try:
