@@ -419,3 +419,28 @@ def test_an_active_pass_without_verdicts_leaves_the_last_measured_file(tmp_path)
     assert textfiles.publish_active(tmp_path, []) == ""
     assert (tmp_path / TEXTFILES["active"]).read_text() == before
     assert textfiles.publish_active(None, checks) == ""
+
+
+def _role_health_config(**overrides) -> HealthConfig:
+    """The health config the slurm role renders for an 8-GPU node (vars/main.yml's _slurm_health_json, templated by
+    Ansible with the role's defaults), read by the program."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.plugins.loader import init_plugin_loader
+    from ansible.template import Templar
+    from ansible.utils.collection_loader import AnsibleCollectionConfig
+    if not AnsibleCollectionConfig.collection_finder:
+        init_plugin_loader()  # the template filters are plugins
+    role, loader = Path(__file__).resolve().parents[3] / "playbooks/roles/slurm", DataLoader()
+    variables = {**loader.load_from_file(str(role / "defaults/main.yml"), trusted_as_template=True), **overrides,
+                 **loader.load_from_file(str(role / "vars/main.yml"), trusted_as_template=True)}
+    variables.update(inventory_hostname="gpu01", node_gpu_model="H100-SXM", node_gpu_count=8, groups={"compute": []},
+                     _slurm_config_paths=["/etc/slurm/slurm.conf"], _slurm_config_files=["slurm.conf"],
+                     _slurm_expected_files={"slurm.conf": "a" * 40}, hostvars={})
+    rendered = Templar(loader=loader, variables=variables).template(variables["_slurm_health_json"])
+    return HealthConfig.from_dict(json.loads(str(rendered)))
+
+
+def test_the_slurm_role_gives_the_program_node_exporter_s_directory_or_none():
+    from provision.certify.probe.metrics.catalogue import TEXTFILE_DIR
+    assert _role_health_config().metrics_dir == Path(TEXTFILE_DIR)
+    assert _role_health_config(slurm_health_metrics_dir="").metrics_dir is None

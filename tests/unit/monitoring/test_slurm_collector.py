@@ -225,3 +225,10 @@ def test_the_commands_ask_for_the_fields_in_the_parsers_order():
     assert slurm.SINFO[-1] == ("NodeList:|,StateComplete:|,CPUsState:|,Memory:|,AllocMem:|,Gres:|,GresUsed:|,"
                                "Reason:")
     assert slurm.SQUEUE[-1] == "%T|%P|%u|%a|%r"
+
+
+def test_a_reason_that_is_not_utf_8_is_read_with_a_replacement_character(slurm_bin):
+    _stand_ins(slurm_bin, sinfo="printf 'n1|idle+drain|0/2/0/2|100|0|(null)|gpu:0|caf\\351 fan\\n'")
+    collection = slurm.collect(5, accounting=False)
+    [drained] = [s for s in collection.samples if s.name == "slurm_node_drained"]
+    assert drained.labels == (("node", "n1"), ("reason", "caf\ufffd fan")) and collection.ok["sinfo"]
