@@ -158,7 +158,8 @@ def test_without_accounting_slurmdbd_is_not_asked(slurm_bin):
 
 
 def test_a_hanging_command_costs_only_its_series_and_the_run_ends_in_time(slurm_bin):
-    _stand_ins(slurm_bin, squeue="exec sleep 60", sacctmgr="exec sleep 60")
+    _stand_ins(slurm_bin, squeue="exec sleep 60", sacctmgr="exec sleep 60", sdiag="sleep 0.5; cat " + str(
+        OUTPUTS / "sdiag_24.11.txt"))
     began = time.monotonic()
     collection = slurm.collect(1.0, accounting=True)
     assert time.monotonic() - began < 10  # two commands sleep 60 s: each is ended by the 1 s timeout

@@ -5,13 +5,14 @@ CPUs, memory, GPUs), squeue (jobs by state, partition, user and account; pending
 threads, agent queue and its schedulers' last cycles) and, with accounting, sacctmgr (slurmdbd answers). A command
 that fails, overruns or says what does not read gives slurm_collector_command_ok{command} 0 and none of its series;
 the others are still reported. slurm_controller_up is 0 when sdiag got no answer; slurm_dbd_up is written only with
-accounting. A command that overruns is killed and abandoned (nodehealth.run): the collector never waits on Slurm
-longer than its timeout per command, and never holds anything of Slurm's.
+accounting. The commands run side by side; one that overruns is killed and abandoned (nodehealth.run), so a run
+ends within about its timeout whatever Slurm does, and holds nothing of Slurm's.
 """
 from __future__ import annotations
 
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -121,11 +122,19 @@ def collect_sacctmgr(timeout: float, collection: Collection) -> None:
 
 
 def collect(timeout: float, accounting: bool, clock=time.time) -> Collection:
-    """Every command's series, each command bounded by `timeout` seconds."""
+    """Every command's series: the commands run side by side, each bounded by `timeout` seconds, so a run ends within
+    about `timeout` whatever Slurm does; each writes its own part, merged in the commands' order."""
     began = time.monotonic()
+    steps = (collect_sinfo, collect_squeue, collect_sdiag) + ((collect_sacctmgr,) if accounting else ())
+    parts = [Collection() for _ in steps]
+    with ThreadPoolExecutor(max_workers=len(steps)) as pool:
+        for future in [pool.submit(step, timeout, part) for step, part in zip(steps, parts)]:
+            future.result()
     collection = Collection()
-    for step in (collect_sinfo, collect_squeue, collect_sdiag) + ((collect_sacctmgr,) if accounting else ()):
-        step(timeout, collection)
+    for part in parts:
+        collection.samples += part.samples
+        collection.ok.update(part.ok)
+        collection.notes += part.notes
     collection.samples += [sample("slurm_collector_command_ok", int(ok), command=command)
                            for command, ok in collection.ok.items()]
     collection.samples += [sample("slurm_collector_duration_seconds", round(time.monotonic() - began, 3)),

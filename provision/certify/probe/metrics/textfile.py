@@ -100,7 +100,8 @@ def write(directory: Path, filename: str, samples: list[Sample]) -> Path:
     """Replace directory/filename with the samples in one step; OSError (the directory missing, not writable)."""
     text = render(samples)  # a ValueError leaves the old file in place
     if not directory.is_dir():
-        raise FileNotFoundError(2, f"{directory} does not exist (node exporter's textfile directory; is "
+        missing = "is not a directory" if directory.exists() else "does not exist"
+        raise FileNotFoundError(2, f"{directory} {missing} (node exporter's textfile directory; is "
                                 "prometheus-node-exporter installed?)", str(directory))
     fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{filename}.", suffix=".tmp")
     try:
