@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import random
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from provision.certify.parsers import iperf3 as control_iperf3
+from provision.certify.probe.metrics.catalogue import TEXTFILES
 from provision.certify.probe.nodehealth import active, measure, reason
 from provision.certify.probe.nodehealth.config import ActiveConfig, HealthConfig
 from provision.certify.probe.nodehealth.slurm import NodeState
@@ -282,6 +284,23 @@ def test_a_preempted_job_leaves_no_verdict_and_changes_nothing(node):
     assert record.where == "job" and record.checks == [] and record.action == "none"
     assert record.why.startswith("no verdict") and "Terminated" in record.why
     assert node.slurm()["state"] == "IDLE"
+
+
+def test_a_measured_pass_writes_the_active_textfile_and_one_without_verdict_keeps_it(node, tmp_path):
+    from exposition import parse
+    metrics = tmp_path / "node-exporter"
+    metrics.mkdir()
+    cfg = replace(node.cfg, metrics_dir=metrics)
+    node.job([_slow_net()])
+    assert active.one_pass(cfg, Path("/etc/x.json")).metrics == ""
+    text = (metrics / TEXTFILES["active"]).read_text()
+    series = {(name, tuple(sorted(labels.items()))): value for name, labels, value in parse(text)}
+    assert series[("gpu_provision_active_check_ok", (("check", "active.net"),))] == 0
+    assert series[("gpu_provision_active_check_value", (("check", "active.net"), ("unit", "Gb/s")))] == 0.019
+    node.set(state="IDLE")
+    (node.bin / "preempt").write_text("")
+    assert active.one_pass(cfg, Path("/etc/x.json")).checks == []
+    assert (metrics / TEXTFILES["active"]).read_text() == text
 
 
 def test_a_drain_that_came_while_the_job_ran_is_left_alone(node):

@@ -8,11 +8,13 @@ import os
 import stat
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from provision.certify.probe.nodehealth import checks, gpu, reason
+from provision.certify.probe.metrics.catalogue import TEXTFILES
+from provision.certify.probe.nodehealth import checks, gpu, reason, textfiles
 from provision.certify.probe.nodehealth.__main__ import main
 from provision.certify.probe.nodehealth.config import GpuExpectation, HealthConfig
 from provision.certify.probe.nodehealth.passes import one_pass
@@ -322,3 +324,123 @@ def test_slurmd_check_finds_the_daemon_by_name_not_by_a_pid_file(tmp_path):
     only_steps = checks.slurmd(cfg, _fake_proc(tmp_path / "b", {"1": "sandbox-init", "41": "slurmstepd"}))
     assert only_steps.verdict == "fail" and "no slurmd process" in only_steps.detail
     assert checks.slurmd(cfg, tmp_path / "missing").verdict == "fail"
+
+
+# The pass's metrics: node exporter's textfile (nodehealth.textfiles)
+
+def _textfile(directory: Path, writer: str) -> dict[tuple[str, tuple], float]:
+    from exposition import parse
+    text = (directory / TEXTFILES[writer]).read_text()
+    return {(name, tuple(sorted(labels.items()))): value for name, labels, value in parse(text)}
+
+
+def test_each_pass_writes_its_verdicts_for_node_exporter(node, tmp_path):
+    metrics = tmp_path / "node-exporter"
+    metrics.mkdir()
+    cfg = replace(node.cfg, metrics_dir=metrics, mounts=("/not-mounted",))
+    record = one_pass(cfg)
+    series = _textfile(metrics, "health")
+    assert series[("gpu_provision_health_check_ok", (("check", "health.munge"),))] == 1
+    assert series[("gpu_provision_health_check_ok", (("check", "health.config"),))] == 1
+    assert series[("gpu_provision_health_check_ok", (("check", "health.mount[/not-mounted]"),))] == 0
+    assert series[("gpu_provision_health_pass_ok", ())] == 0 and not record.ok
+    assert abs(series[("gpu_provision_health_last_pass_timestamp_seconds", ())] - time.time()) < 60
+    assert record.metrics == ""
+    assert one_pass(replace(cfg, mounts=())).ok
+    assert _textfile(metrics, "health")[("gpu_provision_health_pass_ok", ())] == 1
+    assert ("gpu_provision_health_check_ok", (("check", "health.mount[/not-mounted]"),)) not in _textfile(
+        metrics, "health")  # the file is the last pass's, whole
+
+
+def test_a_metrics_directory_that_is_missing_is_noted_and_the_pass_goes_on(node, tmp_path):
+    record = one_pass(replace(node.cfg, metrics_dir=tmp_path / "absent"))
+    assert record.ok and record.action == "none"
+    assert record.metrics.startswith("metrics not written: ") and "absent" in record.metrics
+    saved = json.loads((node.cfg.state_dir / "last.json").read_text())
+    assert saved["metrics"] == record.metrics
+
+
+def test_an_unwritable_metrics_directory_never_fails_a_pass(node, tmp_path, monkeypatch):
+    from provision.certify.probe.metrics import textfile
+
+    real = os.replace
+
+    def full(source, target):
+        if Path(target).parent == tmp_path / "m":
+            raise OSError(28, "No space left on device")
+        real(source, target)
+
+    monkeypatch.setattr(textfile.os, "replace", full)
+    (tmp_path / "m").mkdir()
+    record = one_pass(replace(node.cfg, metrics_dir=tmp_path / "m"))
+    assert record.ok and record.metrics == "metrics not written: No space left on device"
+    assert list((tmp_path / "m").iterdir()) == []
+
+
+def test_without_a_metrics_directory_nothing_is_written(node, tmp_path):
+    assert node.cfg.metrics_dir is None
+    assert one_pass(node.cfg).metrics == ""
+
+
+@pytest.mark.parametrize(("value", "expected"), [(None, None), ("", None),
+                                                 ("/var/lib/prometheus/node-exporter",
+                                                  Path("/var/lib/prometheus/node-exporter"))])
+def test_the_config_s_metrics_dir_is_a_path_or_off(value, expected):
+    data = {"node": "n"} if value is None else {"node": "n", "metrics_dir": value}
+    assert HealthConfig.from_dict(data).metrics_dir == expected
+
+
+@pytest.mark.parametrize("value", ["relative/dir", 3, ["/x"]])
+def test_a_bad_metrics_dir_is_refused_naming_the_field(value):
+    with pytest.raises(ValueError, match="metrics_dir"):
+        HealthConfig.from_dict({"node": "n", "metrics_dir": value})
+
+
+def test_an_active_pass_s_checks_become_verdicts_and_figures():
+    checks = [{"check": "active.net", "verdict": "fail", "subject": None, "value": 0.019, "unit": "Gb/s"},
+              {"check": "active.gpu.gemm_bf16", "verdict": "pass", "subject": "gpu0", "value": 700, "unit": "TFLOP/s"},
+              {"check": "active.dcgm", "verdict": "warn", "subject": None, "value": None, "unit": None},
+              {"check": "active.fs", "verdict": "pass", "subject": None, "value": True, "unit": None}]
+    samples = {(s.name, s.labels): s.value for s in textfiles.active_samples(checks, 1700000000.5)}
+    assert samples[("gpu_provision_active_check_ok", (("check", "active.net"),))] == 0
+    assert samples[("gpu_provision_active_check_ok", (("check", "active.dcgm"),))] == 1  # a warning does not drain
+    assert samples[("gpu_provision_active_check_value", (("check", "active.gpu.gemm_bf16[gpu0]"),
+                                                         ("unit", "TFLOP/s")))] == 700
+    assert samples[("gpu_provision_active_check_value", (("check", "active.net"), ("unit", "Gb/s")))] == 0.019
+    assert not any(n == "gpu_provision_active_check_value" and ("check", "active.fs") in labels
+                   for n, labels in samples)  # a yes/no is no figure
+    assert samples[("gpu_provision_active_last_pass_timestamp_seconds", ())] == 1700000000.5
+
+
+def test_an_active_pass_without_verdicts_leaves_the_last_measured_file(tmp_path):
+    checks = [{"check": "active.net", "verdict": "pass", "subject": None, "value": 1.0, "unit": "Gb/s"}]
+    assert textfiles.publish_active(tmp_path, checks) == ""
+    before = (tmp_path / TEXTFILES["active"]).read_text()
+    assert textfiles.publish_active(tmp_path, []) == ""
+    assert (tmp_path / TEXTFILES["active"]).read_text() == before
+    assert textfiles.publish_active(None, checks) == ""
+
+
+def _role_health_config(**overrides) -> HealthConfig:
+    """The health config the slurm role renders for an 8-GPU node (vars/main.yml's _slurm_health_json, templated by
+    Ansible with the role's defaults), read by the program."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.plugins.loader import init_plugin_loader
+    from ansible.template import Templar
+    from ansible.utils.collection_loader import AnsibleCollectionConfig
+    if not AnsibleCollectionConfig.collection_finder:
+        init_plugin_loader()  # the template filters are plugins
+    role, loader = Path(__file__).resolve().parents[3] / "playbooks/roles/slurm", DataLoader()
+    variables = {**loader.load_from_file(str(role / "defaults/main.yml"), trusted_as_template=True), **overrides,
+                 **loader.load_from_file(str(role / "vars/main.yml"), trusted_as_template=True)}
+    variables.update(inventory_hostname="gpu01", node_gpu_model="H100-SXM", node_gpu_count=8, groups={"compute": []},
+                     _slurm_config_paths=["/etc/slurm/slurm.conf"], _slurm_config_files=["slurm.conf"],
+                     _slurm_expected_files={"slurm.conf": "a" * 40}, hostvars={})
+    rendered = Templar(loader=loader, variables=variables).template(variables["_slurm_health_json"])
+    return HealthConfig.from_dict(json.loads(str(rendered)))
+
+
+def test_the_slurm_role_gives_the_program_node_exporter_s_directory_or_none():
+    from provision.certify.probe.metrics.catalogue import TEXTFILE_DIR
+    assert _role_health_config().metrics_dir == Path(TEXTFILE_DIR)
+    assert _role_health_config(slurm_health_metrics_dir="").metrics_dir is None

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from provision.certify.probe.nodehealth import config as health_config, measure, reason as reasons
+from provision.certify.probe.nodehealth import config as health_config, measure, reason as reasons, textfiles
 from provision.certify.probe.nodehealth.config import HealthConfig
 from provision.certify.probe.nodehealth.passes import write_json
 from provision.certify.probe.nodehealth.run import Deadline, run
@@ -53,6 +53,7 @@ class ActiveRecord:
     action: str = "none"  # none | drained | still drained | resumed | left alone | drain failed: ...
     reason: str = ""
     checks: list[dict[str, Any]] = field(default_factory=list)
+    metrics: str = ""  # why the pass's textfile was not written ("" written, nothing measured, or metrics off)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for active.json."""
@@ -146,6 +147,7 @@ def one_pass(cfg: HealthConfig, config_path: Path, now: float | None = None) -> 
             again, _ = after.node()  # the state now: a drain may have come meanwhile
             record.action, record.reason = act(after, again or node, checks)
     record.seconds = round(time.monotonic() - began, 3)
+    record.metrics = textfiles.publish_active(cfg.metrics_dir, record.checks)
     write_json(cfg.state_dir / STATE, record.to_dict())
     return record
 

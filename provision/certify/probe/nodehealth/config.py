@@ -71,6 +71,7 @@ class HealthConfig:
     commands: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_COMMANDS))
     written: float = 0.0  # when the deploy wrote this config (its file's mtime)
     active: ActiveConfig | None = None  # measurements on the idle node on a schedule (nodehealth.active)
+    metrics_dir: Path | None = None  # node exporter's textfile directory (nodehealth.textfiles); None: not written
 
     @classmethod
     def from_dict(cls, data: Any) -> HealthConfig:
@@ -90,7 +91,17 @@ class HealthConfig:
                    slurm_conf=Path(data.get("slurm_conf", "/etc/slurm/slurm.conf")),
                    munge_key=Path(data.get("munge_key", "/etc/munge/munge.key")),
                    commands={**DEFAULT_COMMANDS, **data.get("commands", {})},
-                   active=ActiveConfig.from_dict(data.get("active")))
+                   active=ActiveConfig.from_dict(data.get("active")),
+                   metrics_dir=_metrics_dir(data.get("metrics_dir")))
+
+
+def _metrics_dir(value: Any) -> Path | None:
+    """The textfile directory: None when missing or "" (the metrics are off); ValueError unless an absolute path."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise ValueError(f"health config: 'metrics_dir' must be an absolute path or \"\" (off), not {value!r}")
+    return Path(value)
 
 
 DEFAULT_COMMANDS = {"scontrol": "/usr/bin/scontrol", "munge": "/usr/bin/munge", "unmunge": "/usr/bin/unmunge",

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from provision.certify.probe.nodehealth import checks, gpu, reason as own_reason
+from provision.certify.probe.nodehealth import checks, gpu, reason as own_reason, textfiles
 from provision.certify.probe.nodehealth.config import HealthConfig
 from provision.certify.probe.nodehealth.run import Deadline
 from provision.certify.probe.nodehealth.slurm import Slurm, private_munge
@@ -31,6 +31,7 @@ class PassRecord:
     reason: str = ""
     trigger: str = "once"  # once | service | slurm
     checks: list[dict[str, Any]] = field(default_factory=list)
+    metrics: str = ""  # why the pass's textfile was not written ("" written, or metrics off)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for last.json."""
@@ -92,6 +93,7 @@ def one_pass(cfg: HealthConfig, trigger: str = "once") -> PassRecord:
     record = PassRecord(node=cfg.node, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), ok=not failures,
                         action=action, reason=reason, trigger=trigger, checks=[r.to_dict() for r in results],
                         seconds=round(time.monotonic() - began, 3))
+    record.metrics = textfiles.publish_health(cfg.metrics_dir, record.checks, record.ok)
     write_json(cfg.state_dir / MEMORY, memory)
     write_json(cfg.state_dir / LAST, record.to_dict())
     return record

@@ -45,13 +45,15 @@ class Deadline:
 
 def run(argv: list[str], deadline: Deadline, cap_s: float = 5.0, stdin: str | None = None,
         env: dict[str, str] | None = None) -> Done:
-    """Run argv (never a shell) for at most min(cap_s, time left)."""
+    """Run argv (never a shell) for at most min(cap_s, time left); bytes of its output that are not UTF-8 read as
+    U+FFFD (an admin's drain reason may be in any encoding)."""
     timeout = deadline.left(cap_s)
     if timeout <= 0:
         return Done(None)
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                                env=env)
     except OSError as exc:
         return Done(127, stderr=f"{argv[0]}: {exc.strerror}")
     try:
