@@ -256,16 +256,21 @@ def run(client: paramiko.SSHClient, command: str, timeout: float = 60.0) -> tupl
     return stdout.channel.recv_exit_status(), out, err
 
 
-def run_within(client: paramiko.SSHClient, command: str, timeout_s: float) -> tuple[int, str, str]:
+def run_within(client: paramiko.SSHClient, command: str, timeout_s: float,
+               stdin: bytes | None = None) -> tuple[int, str, str]:
     """Run a command for at most `timeout_s` seconds in all and return (exit status, stdout, stderr); past that,
     stop it on the node (SIGTERM to its process group, SIGKILL STOP_GRACE_S later) and raise CommandTimeout.
+    `stdin`: the command's input, sent whole and then closed (None: the command reads nothing).
 
     sshd starts the command in a session of its own, so the login shell's PID (written first on stderr) names the
     process group of everything the command started."""
     channel = client.get_transport().open_session()
+    deadline = time.monotonic() + timeout_s
     try:
         channel.exec_command(f"echo {PID_MARKER}$$ >&2; {command}")
-        out, err, finished = _collect(channel, time.monotonic() + timeout_s)
+        if stdin is not None:
+            _send(channel, stdin, timeout_s)
+        out, err, finished = _collect(channel, deadline)
         pid, err = _take_pid(err.decode(errors="replace"))
         if finished:
             return channel.recv_exit_status(), out.decode(errors="replace"), err
@@ -278,6 +283,19 @@ def run_within(client: paramiko.SSHClient, command: str, timeout_s: float) -> tu
     raise CommandTimeout(f"{shown!r} still ran after {timeout_s:.0f} s; {what}",
                          hint="allow it more time (exec --timeout), or run it in the background on the node",
                          stdout=out.decode(errors="replace"), stderr=err)
+
+
+def _send(channel: paramiko.Channel, data: bytes, timeout_s: float) -> None:
+    """Write the command's input and close it; a command that stopped reading ends the writing (its exit status and
+    stderr say why)."""
+    channel.settimeout(timeout_s)
+    try:
+        channel.sendall(data)
+        channel.shutdown_write()
+    except (OSError, paramiko.SSHException):
+        pass
+    finally:
+        channel.settimeout(None)
 
 
 def _collect(channel: paramiko.Channel, deadline: float) -> tuple[bytes, bytes, bool]:

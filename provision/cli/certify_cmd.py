@@ -26,7 +26,7 @@ def certify(
     from provision.certify import levels
     from provision.certify.control.run import CertifyOptions
     from provision.certify.report import json_report
-    from provision.cli.certify_view import render
+    from provision.cli.certify_view import render, show_notes
     from provision.cluster import lifecycle
     from provision.spec.loader import load_spec
 
@@ -45,6 +45,7 @@ def certify(
         run = lifecycle.certify(loaded, options, progress)
     if json_out:
         print_json(json_report.to_document(run.report))
+        show_notes(run)  # stderr: stdout holds only the report
     else:
         render(run)
     if not run.ok:

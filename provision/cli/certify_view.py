@@ -47,8 +47,15 @@ def render(run: CertifyRun, console: Console = out) -> None:
         console.print(f"drained {node}: {reason}", markup=False, emoji=False)
     for node, why in run.drain_errors.items():
         err.print(Text(f"could not drain {node}: {why}", style="red"))
+    show_notes(run)
     if not run.ok:
         err.print(Text(f"certification failed on {', '.join(run.failed_nodes) or 'the cluster'}", style="red"))
+
+
+def show_notes(run: CertifyRun) -> None:
+    """What went wrong beside the verdict (its metrics not written), one yellow line each on stderr."""
+    for note in run.notes:
+        err.print(Text(f"note: {note}", style="yellow"))
 
 
 def _matrix(report: ClusterReport, console: Console) -> None:

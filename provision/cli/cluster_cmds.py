@@ -59,8 +59,8 @@ def list_(json_out: JsonOpt = False) -> None:
 
 def status(spec: SpecArg, json_out: JsonOpt = False) -> None:
     """Show every node's state: provider state and address, Slurm state and reason (who drained it, when; held
-    nodes), the health program's last verdict, the last certify verdict, and what it runs. When slurmctld does not
-    answer it says so and still shows the provider's states."""
+    nodes), the health program's last verdict, the last certify verdict, and what it runs; then the alerts firing in
+    the cluster's Prometheus. When slurmctld or Prometheus does not answer it says so and still shows the rest."""
     from provision.cli import status_view  # ClusterShell: loaded by the commands that fold hostlists
     from provision.cluster import lifecycle
     from provision.spec.loader import load_spec

@@ -216,6 +216,8 @@ def recap(result: DeployResult, console: Console = out) -> None:
     if not result.ok:
         failed = ", ".join(result.failed_hosts) or "the run itself"
         err.print(Text.assemble((f"failed: {failed}", "red"), f"; artifacts: {result.artifacts_dir}"))
+    for note in result.notes:
+        err.print(Text(f"note: {note}", style="yellow"))
 
 
 def show_diff(block: DiffBlock, console: Console = out) -> None:

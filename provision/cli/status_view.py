@@ -4,7 +4,8 @@ A table of one row per node (provider state, address, Slurm state, health verdic
 onto more lines), a summary line of the Slurm states, then the details a column cannot hold: each drain or down reason
 with who set it and when, held nodes, failed health checks and certify checks, unreachable nodes, and what the nodes
 run. Rows of nodes that differ only in name and address fold into one hostlist row when the cluster is large, and the
-same detail on several nodes is one line with their hostlist. `--json` has every node and field (ClusterStatus).
+same detail on several nodes is one line with their hostlist. Last, the alerts Prometheus has active (where monitoring
+is on), every value of theirs shown as plain text. `--json` has every node and field (ClusterStatus).
 """
 from __future__ import annotations
 
@@ -18,13 +19,14 @@ from provision import hostlist
 from provision.cli.output import out
 from provision.cli.plan_view import fold
 from provision.slurm.admin import HOLD_RESERVATION
-from provision.status.records import ClusterStatus, NodeStatus
+from provision.status.records import AlertsView, ClusterStatus, NodeStatus
 
 FOLD_ABOVE = 24  # rows fold into hostlists when the cluster has more nodes than this
 NAME_WIDTH = 24  # node names (or hostlists) up to this long stay on one line,
 ADDRESS_WIDTH = 21  # and so do IPv4 addresses and their ranges (10.0.0.[100-254]); longer ones fold
 _FLAG_WORDS = {"maintenance": "maint", "not_responding": "not responding"}
 _COLOURS = {"idle": "green", "alloc": "cyan", "drain": "yellow", "down": "red", "other": "magenta"}
+_SEVERITY = {"critical": "red", "warning": "yellow"}
 
 
 def print_status(status: ClusterStatus) -> None:
@@ -43,7 +45,32 @@ def render(status: ClusterStatus, fold_above: int = FOLD_ABOVE) -> RenderableTyp
     software = software_lines(status.nodes)
     if software:
         parts += [Text("software", style="bold"), _grid(software)]
+    if status.alerts is not None:
+        parts.append(alerts_part(status.alerts))
     return Group(*parts)
+
+
+def alerts_part(view: AlertsView) -> RenderableType:
+    """The alerts Prometheus has active, firing first (every value plain text, shown as Prometheus gave it), "none"
+    when there is none, or why Prometheus did not answer."""
+    if view.error:
+        return Text(f"Prometheus did not answer: {plain(view.error)}", style="red")
+    if not view.alerts:
+        return Text("Alerts firing: none")
+    grid = Table(title="Alerts firing", box=None, pad_edge=False, title_justify="left", header_style="bold underline")
+    for column in ("alert", "severity", "node", "state", "since", "summary"):
+        grid.add_column(column, overflow="fold")
+    for alert in view.alerts:
+        grid.add_row(Text(plain(alert.name)), Text(plain(alert.severity), style=_SEVERITY.get(alert.severity, "")),
+                     Text(plain(alert.node)), Text(plain(alert.state), style="" if alert.firing else "dim"),
+                     Text(_when(plain(alert.active_at))), Text(plain(alert.summary)))
+    return grid
+
+
+def plain(text: str) -> str:
+    """A value from outside as one line of visible characters: a line feed, an escape or another control character
+    is shown as its escape (\\n, \\x1b), never acted on."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def table(status: ClusterStatus, fold_above: int = FOLD_ABOVE) -> Table:

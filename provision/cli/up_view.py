@@ -45,3 +45,5 @@ class TerminalUpView(UpView):
             preflight_view.render(record, self._console)
         elif isinstance(record, CertifyRun) and (not record.ok or not self.quiet):
             certify_view.render(record, err if self.quiet else out)
+        elif isinstance(record, CertifyRun):
+            certify_view.show_notes(record)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from provision import hostlist, inventory
+from provision import hostlist, inventory, monitoring
 from provision.certify.control.run import CertifyOptions, CertifyRun, certify as run_certify
 from provision.cluster import binding, change, clusters, converge, rolling
 from provision.cluster.lock import cluster_lock
@@ -102,9 +102,9 @@ def plan_change(spec: ClusterSpec) -> change.ChangePlan:
 
 
 def status(spec: ClusterSpec) -> ClusterStatus:
-    """The cluster now, per node: provider state and address, Slurm state and reason (one query to slurmctld), the
-    health program's last pass, the last certify verdict, what it runs (provision.status)."""
-    return gather_status(current_cluster(spec), ClusterState.for_spec(spec).reports_dir, spec.health.enabled)
+    """The cluster now, per node, and the alerts Prometheus has active (provision.status)."""
+    return gather_status(cluster := current_cluster(spec), ClusterState.for_spec(spec).reports_dir,
+                         spec.health.enabled, monitoring.prometheus_url(spec, cluster))
 
 
 def people(spec: ClusterSpec) -> PeopleView:

@@ -12,6 +12,7 @@ from provision.cluster.lock import cluster_lock
 from provision.deploy import secrets
 from provision.deploy.ansible_cfg import write_ansible_cfg
 from provision.deploy.events import EventTracker, OnUpdate
+from provision.deploy.metrics import publish as publish_metrics
 from provision.deploy.records import DeployOptions, DeployResult
 from provision.errors import UsageError
 from provision.preflight import ensure_hardware
@@ -76,7 +77,11 @@ def deploy(spec: ClusterSpec, cluster: ClusterInfo, options: DeployOptions = Dep
     """Run the site playbook on the cluster under its lock; never raises for failed hosts (they are in the result)."""
     state = ClusterState.for_spec(spec)
     with cluster_lock(state, "deploy --check" if options.check else "deploy"):
-        return _deploy(spec, cluster, state, options, on_update)
+        result = _deploy(spec, cluster, state, options, on_update)
+    note = publish_metrics(spec, cluster, result)  # a file not written is a note: the result stays
+    if note:
+        result.notes.append(note)
+    return result
 
 
 def _deploy(spec: ClusterSpec, cluster: ClusterInfo, state: ClusterState, options: DeployOptions,

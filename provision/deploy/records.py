@@ -59,6 +59,7 @@ class DeployResult:
     rc: int
     check_mode: bool = False
     cancelled: bool = False
+    notes: list[str] = field(default_factory=list)  # what went wrong beside the run (its metrics not written)
 
     @property
     def failed_hosts(self) -> list[str]:
@@ -94,7 +95,7 @@ class DeployResult:
                 "cancelled": self.cancelled, "changed_hosts": self.changed_hosts,
                 "artifacts_dir": str(self.artifacts_dir), "failed_hosts": self.failed_hosts,
                 "hosts": [{**_host_dict(h), "status": h.status} for h in self.hosts],
-                "diffs": [block.as_dict() for block in self.diffs]}
+                "diffs": [block.as_dict() for block in self.diffs], "notes": list(self.notes)}
 
 
 def _host_dict(host: HostResult) -> dict:

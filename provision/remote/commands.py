@@ -67,13 +67,14 @@ def ssh_target(cluster: ClusterInfo, node: NodeInfo) -> ssh.SshTarget:
                          known_hosts_path=cluster.known_hosts_path, jump=jump)
 
 
-def run_on(cluster: ClusterInfo, node: NodeInfo, command: str, timeout: float = DEFAULT_TIMEOUT_S) -> CommandResult:
-    """Run one command on one node for at most `timeout` seconds (then it is stopped there); raises
-    ConnectionFailure naming the node if it cannot be reached, ssh.CommandTimeout (one) if the command ran out of
-    time."""
+def run_on(cluster: ClusterInfo, node: NodeInfo, command: str, timeout: float = DEFAULT_TIMEOUT_S,
+           stdin: bytes | None = None) -> CommandResult:
+    """Run one command on one node for at most `timeout` seconds (then it is stopped there), `stdin` its input;
+    raises ConnectionFailure naming the node if it cannot be reached, ssh.CommandTimeout (one) if the command ran out
+    of time."""
     try:
         with ssh.connect(ssh_target(cluster, node)) as client:
-            rc, out, err = ssh.run_within(client, command, timeout)
+            rc, out, err = ssh.run_within(client, command, timeout, stdin)
     except ConnectionFailure as exc:
         exc.message = f"{node.name}: {exc.message}"  # the same error, its message naming the node
         raise

@@ -12,24 +12,28 @@ from provision.node.health import NodeHealth
 from provision.node.software import NodeSoftware
 from provision.records import ClusterInfo, NodeInfo
 from provision.remote.commands import CommandResult, run_across, run_on
-from provision.status import certified, slurm
+from provision.status import alerts, certified, slurm
 from provision.status.records import UP, CertifyVerdict, ClusterStatus, NodeStatus, SlurmView
 
 ASK_TIMEOUT_S = 20.0
 HEALTH_MARK = "@@ health record"  # the line between a node's software and its health record
 
 
-def gather(cluster: ClusterInfo, reports_dir: Path, health_enabled: bool = True) -> ClusterStatus:
-    """Every node's status now; a source that cannot be read is said in the record, never raised."""
+def gather(cluster: ClusterInfo, reports_dir: Path, health_enabled: bool = True,
+           prometheus: str | None = None) -> ClusterStatus:
+    """Every node's status now, and the alerts active in `prometheus` (its URL; None: monitoring is off, nothing is
+    asked); a source that cannot be read is said in the record, never raised."""
     up = [n for n in cluster.nodes if n.address and n.state in UP]
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    with ThreadPoolExecutor(max_workers=2) as pool:
         slurm_view = pool.submit(_slurm, cluster, up)
+        active = pool.submit(alerts.read, cluster, prometheus) if prometheus else None
         answers = {r.node: r for r in run_across(cluster, up, _node_command(health_enabled), runner=_bounded)}
         view = slurm_view.result()
     verdicts = certified.last_verdicts(reports_dir, [n.name for n in cluster.nodes])
     nodes = tuple(_node_status(node, answers.get(node.name), view, verdicts.get(node.name), health_enabled)
                   for node in cluster.nodes)
-    return ClusterStatus(cluster=cluster, nodes=nodes, slurm=view, health_enabled=health_enabled)
+    return ClusterStatus(cluster=cluster, nodes=nodes, slurm=view, health_enabled=health_enabled,
+                         alerts=active.result() if active else None)
 
 
 def _slurm(cluster: ClusterInfo, up: list[NodeInfo]) -> SlurmView:

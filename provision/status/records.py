@@ -86,6 +86,45 @@ class CertifyVerdict:
 
 
 @dataclass(frozen=True)
+class Alert:
+    """One alert Prometheus has active: its rule's name, labels and summary, as Prometheus gave them (never markup)."""
+
+    name: str  # the alertname label
+    state: str  # firing | pending
+    severity: str = ""
+    node: str = ""  # the node label (our rules keep it), else the scrape's instance
+    summary: str = ""  # the summary annotation, else the description
+    active_at: str = ""  # when it became active (RFC 3339, as Prometheus writes it)
+    labels: tuple[tuple[str, str], ...] = ()  # every label, by name
+
+    @property
+    def firing(self) -> bool:
+        return self.state == "firing"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for --json."""
+        return {**asdict(self), "labels": dict(self.labels)}
+
+
+@dataclass(frozen=True)
+class AlertsView:
+    """The alerts active now (firing first), or why Prometheus could not say (error)."""
+
+    alerts: tuple[Alert, ...] = ()
+    error: str = ""
+    asked: str = ""  # the node the query ran on (the monitoring node)
+
+    @property
+    def firing(self) -> tuple[Alert, ...]:
+        return tuple(a for a in self.alerts if a.firing)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for --json."""
+        return {"answered": not self.error, "error": self.error, "asked": self.asked,
+                "alerts": [a.to_dict() for a in self.alerts]}
+
+
+@dataclass(frozen=True)
 class NodeStatus:
     """Everything known about one node now; None where that source has nothing on it."""
 
@@ -121,6 +160,7 @@ class ClusterStatus:
     nodes: tuple[NodeStatus, ...]
     slurm: SlurmView = SlurmView()
     health_enabled: bool = True
+    alerts: AlertsView | None = None  # None: monitoring is off (Prometheus was not asked)
 
     @property
     def name(self) -> str:
@@ -142,4 +182,5 @@ class ClusterStatus:
         return {**self.cluster.model_dump(mode="json"), "health_enabled": self.health_enabled,
                 "slurm": {"answered": self.slurm.answered, "error": self.slurm.error, "asked": self.slurm.asked},
                 "counts": self.counts(), "nodes": [n.to_dict() for n in self.nodes],
+                "alerts": self.alerts.to_dict() if self.alerts else None,
                 "software": {n.name: asdict(n.software) for n in self.nodes if n.software}}

@@ -115,8 +115,9 @@ class _Handler(paramiko.ServerInterface):
         if not self.ready[channel.get_id()].wait(10):
             channel.close()
             return
-        process = subprocess.Popen(["sh", "-c", self.commands[channel.get_id()]], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, start_new_session=True)
+        process = subprocess.Popen(["sh", "-c", self.commands[channel.get_id()]], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        threading.Thread(target=_receive, args=(channel, process.stdin), daemon=True).start()
         pumps = [threading.Thread(target=_send, args=(process.stdout, channel.sendall)),
                  threading.Thread(target=_send, args=(process.stderr, channel.sendall_stderr))]
         for pump in pumps:
@@ -134,6 +135,22 @@ class _Handler(paramiko.ServerInterface):
         except (OSError, EOFError):  # the client closed the channel first
             pass
         channel.close()  # readable on a paramiko client
+
+
+def _receive(channel: paramiko.Channel, stdin) -> None:
+    """Pass the client's input on to the command and close it at the client's EOF, as sshd does; input the command
+    no longer reads is dropped."""
+    try:
+        for chunk in iter(lambda: channel.recv(65536), b""):
+            stdin.write(chunk)
+            stdin.flush()
+    except (OSError, EOFError, ValueError):  # the command ended first (a broken pipe) or the channel closed
+        pass
+    finally:
+        try:
+            stdin.close()
+        except OSError:
+            pass
 
 
 def _send(stream, send) -> None:

@@ -51,6 +51,7 @@ from provision.certify.probe.expect import LEVELS
 from provision.certify.probe.records import CheckResult
 from provision.certify.records import ClusterReport, RunScope
 from provision.certify.report import ReportPaths, write_to_state
+from provision.certify.report.metrics import publish as publish_metrics
 from provision.cluster.lock import cluster_lock
 from provision.errors import CertifyError, UsageError
 from provision.records import ClusterInfo, NodeInfo, Progress, silent
@@ -91,6 +92,7 @@ class CertifyRun:
     paths: ReportPaths | None = None
     drained: dict[str, str] = field(default_factory=dict)  # node -> drain reason
     drain_errors: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what went wrong beside the verdict (its metrics not written)
 
     @property
     def ok(self) -> bool:
@@ -121,6 +123,9 @@ def certify(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions = C
         run = CertifyRun(report, write_to_state(report, ClusterState.for_spec(spec)))
         if options.drain_failed:
             run.drained, run.drain_errors = drain(cluster, report, progress)
+    note = publish_metrics(spec, cluster, report)  # a file not written is a note: the verdict stays
+    if note:
+        run.notes.append(note)
     return run
 
 

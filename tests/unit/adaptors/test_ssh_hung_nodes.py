@@ -123,3 +123,13 @@ def test_a_command_past_its_timeout_is_stopped_with_its_children(session):
 def test_a_command_within_its_time_keeps_its_output_status_and_stderr(session):
     assert ssh.run_within(session, "echo out; echo err >&2; exit 3", 30) == (3, "out\n", "err\n")
     assert ssh.run_within(session, "printf 'no newline'", 30) == (0, "no newline", "")
+
+
+def test_a_commands_input_arrives_whole_and_is_closed(session):
+    text = "".join(f"gpu_provision_certify_check_ok{{node=\"n{i}\"}} 1\n" for i in range(20_000)).encode()  # ~800 KB
+    rc, out, _ = ssh.run_within(session, "wc -c", 30, stdin=text)
+    assert (rc, out.strip()) == (0, str(len(text)))
+
+
+def test_a_command_that_does_not_read_its_input_still_ends_with_its_status(session):
+    assert ssh.run_within(session, "echo refused >&2; exit 7", 30, stdin=b"x" * 4_000_000) == (7, "", "refused\n")

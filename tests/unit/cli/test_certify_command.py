@@ -48,3 +48,16 @@ def test_certify_command_json_is_the_versioned_report(cli):
     assert done.exit_code == 0
     doc = json.loads(done.stdout)
     assert doc["schema"] == "gpu-provision/certify-report" and doc["verdict"] == "pass"
+
+
+@pytest.mark.parametrize("args", [(), ("--json",)])
+def test_metrics_not_written_are_a_note_on_stderr_and_the_exit_status_stays_the_verdicts(cli, monkeypatch, args):
+    invoke, _ = cli
+    noted = result("pass")
+    noted.notes.append("certify metrics: gpu_provision_certify.prom not written on ctl01: connection refused")
+    monkeypatch.setitem(globals(), "result", lambda verdict: noted)
+    done = invoke("pass", *args)
+    assert done.exit_code == 0
+    assert "note: certify metrics: gpu_provision_certify.prom not written on ctl01" in done.stderr
+    if args:
+        assert json.loads(done.stdout)["verdict"] == "pass"

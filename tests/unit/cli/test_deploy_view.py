@@ -13,6 +13,7 @@ from rich.console import Console
 from provision.cli import deploy_view
 from provision.deploy.events import EventTracker
 from provision.deploy.progress import PlayProgress
+from provision.deploy.records import DeployResult, HostResult
 
 RECORDED = Path(__file__).resolve().parents[2] / "fixtures" / "deploy" / "four_nodes_probe_copy_failed.jsonl"
 
@@ -130,3 +131,14 @@ def test_the_summary_counts_hosts_per_stage_of_a_recorded_deploy():
             if len(cells := [c.strip() for c in line.split("│") if c.strip()]) == 5}
     assert rows["Prepare every node"][2] == "0" and sum(map(int, rows["Prepare every node"])) == 4
     assert list(rows.values())[-1] == ["0", "0", "4"]
+
+
+def test_a_deploys_notes_follow_its_recap_on_stderr_and_are_in_its_json(monkeypatch):
+    console, shown = _console()
+    errors, said = _console()
+    monkeypatch.setattr(deploy_view, "err", errors)
+    result = DeployResult([HostResult("ctl01", ok=3)], Path("/a"), rc=0,
+                          notes=["deploy metrics: not written: the monitoring node ctl01 is unreachable in this run"])
+    deploy_view.recap(result, console)
+    assert "ctl01" in shown.getvalue() and "note: deploy metrics: not written" in said.getvalue()
+    assert result.ok and result.as_dict()["notes"] == result.notes

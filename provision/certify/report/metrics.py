@@ -1,0 +1,79 @@
+"""Certify's last verdict as series of the catalogue (CERTIFY), written on the monitoring node where Prometheus reads
+it: the cluster's verdict and when it ended, each node's, each check's per node, and the figure a check measured.
+
+A check that ran on several subjects of a node (one per GPU) is one series per node and check: 0 when any subject
+failed; its figure is the one of the first subject with the worst verdict (the GPU that failed, else the first).
+Checks judged "na" and cluster-wide checks have no series of their own; a cluster-wide failure is in
+gpu_provision_certify_ok. A partial run (a grow, `certify --release`) is not the cluster's verdict: it leaves the last
+whole run's file in place.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from provision.certify.probe.records import CheckResult, worst
+from provision.certify.records import ClusterReport, NodeResult
+from provision.monitoring import monitoring_node
+from provision.records import ClusterInfo
+from provision.remote.textfiles import Sample, StdinRunner, publish as write_textfile
+from provision.remote.commands import run_on
+from provision.spec.model import ClusterSpec
+
+WRITER = "certify"  # its file: TEXTFILES["certify"]
+
+
+def samples(report: ClusterReport) -> list[Sample]:
+    """Every series of the report, cluster first, then node by node."""
+    found = [Sample("gpu_provision_certify_ok", _ok(report.verdict)),
+             Sample("gpu_provision_certify_last_run_timestamp_seconds", _seconds(report.finished_at))]
+    for node in report.nodes:
+        found += node_samples(node)
+    return found
+
+
+def node_samples(node: NodeResult) -> list[Sample]:
+    """A node's verdict, then per check its verdict and figure."""
+    found = [Sample("gpu_provision_certify_node_ok", _ok(node.verdict), {"node": node.name})]
+    for check, results in _by_check(node.checks).items():
+        labels = {"node": node.name, "check": check}
+        found.append(Sample("gpu_provision_certify_check_ok", _ok(worst(r.verdict for r in results)), labels))
+        figure = _figure(results)
+        if figure is not None:
+            found.append(Sample("gpu_provision_certify_figure", float(figure.value),
+                                {**labels, "unit": figure.unit or ""}))
+    return found
+
+
+def publish(spec: ClusterSpec, cluster: ClusterInfo, report: ClusterReport, run: StdinRunner = run_on) -> str | None:
+    """Write the report's series on the monitoring node (one SSH command); a note when it was not written (None when
+    it was, or when nothing is to be written: monitoring off, a partial run)."""
+    if not spec.monitoring.enabled or report.scope.partial:
+        return None
+    why = write_textfile(cluster, monitoring_node(cluster), WRITER, samples(report), run)
+    return f"certify metrics: {why}" if why else None
+
+
+def _by_check(checks: tuple[CheckResult, ...]) -> dict[str, list[CheckResult]]:
+    """Judged checks (not "na") by id, in the order they come."""
+    found: dict[str, list[CheckResult]] = {}
+    for check in checks:
+        if check.verdict != "na":
+            found.setdefault(check.check, []).append(check)
+    return found
+
+
+def _figure(results: list[CheckResult]) -> CheckResult | None:
+    """The result whose number stands for the check: the first with the worst verdict among those with a number."""
+    numbers = [r for r in results if isinstance(r.value, (int, float)) and not isinstance(r.value, bool)]
+    verdict = worst(r.verdict for r in numbers)
+    return next((r for r in numbers if r.verdict == verdict), None)
+
+
+def _ok(verdict: str) -> float:
+    """1 unless it failed (a warning passes)."""
+    return 0.0 if verdict == "fail" else 1.0
+
+
+def _seconds(iso: str) -> float:
+    """An ISO 8601 time with its offset as Unix time."""
+    return datetime.fromisoformat(iso).timestamp()
