@@ -12,7 +12,8 @@ from provision.deploy.records import DeployResult
 from provision.monitoring import monitoring_node
 from provision.records import ClusterInfo
 from provision.remote.commands import run_on
-from provision.remote.textfiles import Sample, StdinRunner, publish as write_textfile
+from provision.certify.probe.metrics.textfile import Sample, sample
+from provision.remote.textfiles import StdinRunner, publish as write_textfile
 from provision.spec.model import ClusterSpec
 
 WRITER = "deploy"  # its file: TEXTFILES["deploy"]
@@ -21,9 +22,9 @@ NOT_CONVERGED = ("failed", "unreachable")
 
 def samples(result: DeployResult, ended: float) -> list[Sample]:
     """The run's verdict and end (Unix time), then one series per host of the run."""
-    return [Sample("gpu_provision_deploy_ok", 1.0 if result.ok else 0.0),
-            Sample("gpu_provision_deploy_last_run_timestamp_seconds", ended),
-            *(Sample("gpu_provision_deploy_node_ok", 0.0 if h.status in NOT_CONVERGED else 1.0, {"node": h.host})
+    return [sample("gpu_provision_deploy_ok", 1.0 if result.ok else 0.0),
+            sample("gpu_provision_deploy_last_run_timestamp_seconds", ended),
+            *(sample("gpu_provision_deploy_node_ok", 0.0 if h.status in NOT_CONVERGED else 1.0, node=h.host)
               for h in result.hosts)]
 
 

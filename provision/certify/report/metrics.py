@@ -15,7 +15,8 @@ from provision.certify.probe.records import CheckResult, worst
 from provision.certify.records import ClusterReport, NodeResult
 from provision.monitoring import monitoring_node
 from provision.records import ClusterInfo
-from provision.remote.textfiles import Sample, StdinRunner, publish as write_textfile
+from provision.certify.probe.metrics.textfile import Sample, sample
+from provision.remote.textfiles import StdinRunner, publish as write_textfile
 from provision.remote.commands import run_on
 from provision.spec.model import ClusterSpec
 
@@ -24,8 +25,8 @@ WRITER = "certify"  # its file: TEXTFILES["certify"]
 
 def samples(report: ClusterReport) -> list[Sample]:
     """Every series of the report, cluster first, then node by node."""
-    found = [Sample("gpu_provision_certify_ok", _ok(report.verdict)),
-             Sample("gpu_provision_certify_last_run_timestamp_seconds", _seconds(report.finished_at))]
+    found = [sample("gpu_provision_certify_ok", _ok(report.verdict)),
+             sample("gpu_provision_certify_last_run_timestamp_seconds", _seconds(report.finished_at))]
     for node in report.nodes:
         found += node_samples(node)
     return found
@@ -33,14 +34,14 @@ def samples(report: ClusterReport) -> list[Sample]:
 
 def node_samples(node: NodeResult) -> list[Sample]:
     """A node's verdict, then per check its verdict and figure."""
-    found = [Sample("gpu_provision_certify_node_ok", _ok(node.verdict), {"node": node.name})]
+    found = [sample("gpu_provision_certify_node_ok", _ok(node.verdict), node=node.name)]
     for check, results in _by_check(node.checks).items():
         labels = {"node": node.name, "check": check}
-        found.append(Sample("gpu_provision_certify_check_ok", _ok(worst(r.verdict for r in results)), labels))
+        found.append(sample("gpu_provision_certify_check_ok", _ok(worst(r.verdict for r in results)), **labels))
         figure = _figure(results)
         if figure is not None:
-            found.append(Sample("gpu_provision_certify_figure", float(figure.value),
-                                {**labels, "unit": figure.unit or ""}))
+            found.append(sample("gpu_provision_certify_figure", float(figure.value),
+                                **labels, unit=figure.unit or ""))
     return found
 
 

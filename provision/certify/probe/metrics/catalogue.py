@@ -2,7 +2,7 @@
 
 OURS: the series gpu-provision writes into node exporter's textfile directory (node side: the Slurm collector on the
 controller, the node health program on every compute node; control side: certify's and deploy's last results,
-written to the controller). Each name has its type, its labels and a help line; a writer refuses a name or a label
+written to the monitoring node). Each name has its type, its labels and a help line; a writer refuses a name or a label
 that is not here.
 EXTERNAL: the series of the exporters we install and do not write (Prometheus itself, node exporter, NVIDIA's DCGM
 exporter with our counters file), each with where it comes from. The e2e test checks every OURS name and every
@@ -72,7 +72,7 @@ HEALTH = (
 )
 
 CERTIFY = (
-    # certify's last run, written to the controller by the control side; `node` is the node judged
+    # certify's last run, written to the monitoring node by the control side; `node` is the node judged
     _m("gpu_provision_certify_ok", (), "1 when the last certify passed the cluster"),
     _m("gpu_provision_certify_last_run_timestamp_seconds", (), "when the last certify ended"),
     _m("gpu_provision_certify_node_ok", ("node",), "1 when the last certify passed every check of the node"),
