@@ -48,18 +48,21 @@ venv: $(BIN)/.installed  ## create .venv with the package and its test extras, f
 # printed after the end-to-end one, and `make test` fails when either does.
 UNIT_LOG := build/test-unit.log
 
-# promtool (Debian's prometheus package) checks and unit-tests the monitoring role's alert rules. The package is
-# unpacked under build/, never installed: installing it would start a Prometheus on this machine.
+# promtool (Debian's prometheus package) checks and unit-tests the monitoring role's alert rules and configuration;
+# amtool (prometheus-alertmanager) checks Alertmanager's. The packages are unpacked under build/, never installed:
+# installing them would start a Prometheus and an Alertmanager on this machine.
 PROMTOOL := build/prometheus-tools/usr/bin/promtool
+PROMETHEUS_TOOLS := prometheus prometheus-alertmanager
 
 $(PROMTOOL):
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && { chown _apt "$$tmp" 2>/dev/null || true; } && \
-	(cd "$$tmp" && { apt-get download -qq prometheus || { apt-get update -qq && apt-get download -qq prometheus; }; }) && \
+	(cd "$$tmp" && { apt-get download -qq $(PROMETHEUS_TOOLS) || \
+		{ apt-get update -qq && apt-get download -qq $(PROMETHEUS_TOOLS); }; }) && \
 	rm -rf build/prometheus-tools && mkdir -p build/prometheus-tools && \
-	dpkg-deb -x "$$tmp"/prometheus_*.deb build/prometheus-tools
-	test -x $@ && touch $@
+	for deb in "$$tmp"/*.deb; do dpkg-deb -x "$$deb" build/prometheus-tools; done
+	test -x build/prometheus-tools/usr/bin/amtool && test -x $@ && touch $@
 
-promtool: $(PROMTOOL)  ## unpack promtool from Debian's prometheus package into build/ (the alert rules' tests use it)
+promtool: $(PROMTOOL)  ## unpack promtool and amtool from Debian's packages into build/ (the monitoring tests use them)
 
 test: deps venv $(PROMTOOL)  ## static checks (ruff), then the whole test suite (unit and moto beside sandbox end-to-end)
 	$(BIN)/ruff check --no-cache provision tests bench playbooks
