@@ -20,6 +20,7 @@ from provision.cluster import lifecycle
 from provision.spec.loader import load_spec
 from provision.state import ClusterState
 
+import prometheus
 from conftest import PROVISION, LiveCluster, provision
 
 pytestmark = pytest.mark.e2e
@@ -80,6 +81,10 @@ def _check_cluster_matches(path: Path, compute: list[str]) -> None:
         assert rows[node][0] == str(cpus) and int(rows[node][1]) > 1024, (node, rows[node])
     digests = {n.name: _on(path, n.name, "md5sum /etc/slurm/slurm.conf").split()[0] for n in cluster.info.nodes}
     assert len(set(digests.values())) == 1, digests
+    # Prometheus's node targets follow the node set: each node by its host name, at its address
+    targets = prometheus.api(cluster.info, "targets", state="active")["activeTargets"]
+    scraped = {t["labels"]["node"]: t["scrapeUrl"] for t in targets if t["labels"]["job"] == "node"}
+    assert scraped == {n.name: f"http://{n.address}:9100/metrics" for n in cluster.info.nodes}, scraped
 
 
 def _long_job_running(path: Path, job: str) -> None:

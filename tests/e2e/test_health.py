@@ -19,6 +19,7 @@ from provision.providers.sandbox import faults
 from provision.spec.loader import load_spec
 from provision.state import ClusterState
 
+import prometheus
 from conftest import LiveCluster, provision
 from test_deploy_faults import faults_target
 
@@ -84,12 +85,28 @@ def test_munge_stopped_drains_the_node_and_started_again_resumes_it(cluster):
         assert time.monotonic() - began <= 2 * INTERVAL + 5
         assert "munge" in reason.removeprefix("hc:munge: ")  # the evidence: munge's own error
         assert _sinfo_r(cluster)["compute02"].startswith("hc:munge: ")  # the check, in sinfo -R's default width
+        # Prometheus (queried from this machine) fires the alert naming the node and the check (the rule's `for`:
+        # 2 minutes, under one pass at the default interval of 300 s), and `provision status` shows it
+        firing = prometheus.wait_for("the munge alert firing", lambda: _alerts(cluster, "compute02", "firing"), 240)
+        assert {(a["labels"]["alertname"], a["labels"].get("check")) for a in firing} >= {
+            ("NodeHealthCheckFailing", "health.munge")}, firing
+        shown = json.loads(provision("status", str(cluster.spec_path), "--json").stdout)["alerts"]
+        assert any(a["name"] == "NodeHealthCheckFailing" and a["node"] == "compute02" and a["state"] == "firing"
+                   for a in shown["alerts"]), shown
     finally:
         cluster.ssh("compute02", "systemctl start munge")
     assert _wait_for(lambda: "compute02" not in _reasons(cluster), 2 * INTERVAL + 10), _reasons(cluster)
     health = json.loads(provision("health", str(cluster.spec_path), "--json").stdout)
     by_node = {n["node"]: n for n in health["nodes"]}
     assert set(by_node) == set(cluster.compute) and all(n["ok"] for n in by_node.values())
+    # the passing pass reaches Prometheus at the next scrape: the node's alerts resolve
+    prometheus.wait_for("the node's alerts resolved", lambda: not _alerts(cluster, "compute02"), 90)
+
+
+def _alerts(cluster: LiveCluster, node: str, state: str | None = None) -> list[dict]:
+    """The alerts Prometheus holds about a node (in one state)."""
+    return [a for a in prometheus.alerts(cluster.info) if a["labels"].get("node") == node
+            and (state is None or a["state"] == state)]
 
 
 def _health_now(cluster: LiveCluster) -> tuple[int, dict[str, dict], float]:
