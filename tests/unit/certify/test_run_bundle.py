@@ -90,10 +90,13 @@ def test_prepare_with_a_given_wheel_reports_its_version(tmp_path, capsys):
     assert "certify_nvml_wheel" in capsys.readouterr().err
 
 
-def test_site_playbook_ends_with_the_certify_play_on_every_node():
+def test_site_playbook_installs_the_certify_archive_on_every_node_after_the_software_and_before_the_monitoring():
+    """The probe reads what every other role installed; the monitoring (its Slurm collector comes in the archive) is
+    the only play after it."""
     plays = yaml.safe_load((REPO / "playbooks" / "site.yml").read_text())
-    last = plays[-1]
-    assert last["hosts"] == "all" and last["roles"] == [{"role": "certify", "tags": ["certify"]}]
+    certify, monitoring = plays[-2], plays[-1]
+    assert certify["hosts"] == "all" and certify["roles"] == [{"role": "certify", "tags": ["certify"]}]
+    assert monitoring["hosts"] == "all" and monitoring["roles"] == [{"role": "monitoring", "tags": ["monitoring"]}]
 
 
 def test_role_variables_carry_the_role_prefix_and_the_launcher_matches_the_runner():
