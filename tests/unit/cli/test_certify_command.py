@@ -48,3 +48,10 @@ def test_certify_command_json_is_the_versioned_report(cli):
     assert done.exit_code == 0
     doc = json.loads(done.stdout)
     assert doc["schema"] == "gpu-provision/certify-report" and doc["verdict"] == "pass"
+
+
+def test_certify_command_passes_a_network_seed_to_replay_a_run_s_pairs(cli):
+    invoke, seen = cli
+    done = invoke("pass", "--network-seed", "424242")
+    assert done.exit_code == 0, done.output
+    assert seen == [CertifyOptions(level="quick", network_seed=424242)]
