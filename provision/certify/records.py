@@ -9,23 +9,51 @@ from provision.certify.probe.records import VERDICTS, CheckResult, Verdict, wors
 
 
 @dataclass(frozen=True)
+class NetSampling:
+    """Which pairs the matrix measured: every pair, or a ring and random matchings drawn from `seed`
+    (certify.control.schedule; the seed and the node order draw the same pairs again)."""
+
+    kind: str = "all pairs"  # "all pairs" | "sampled"
+    seed: int | None = None
+    rounds: int = 0
+    pairs: int = 0  # unordered pairs scheduled, each measured both directions
+    matchings: int = 0  # random matchings on top of the ring (sampled only)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
+        return {"kind": self.kind, "seed": self.seed, "rounds": self.rounds, "pairs": self.pairs,
+                "matchings": self.matchings}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> NetSampling | None:
+        """Rebuild from `to_dict` output; None for a report written before the matrix was sampled."""
+        if not data:
+            return None
+        return cls(str(data["kind"]), data.get("seed"), int(data.get("rounds", 0)), int(data.get("pairs", 0)),
+                   int(data.get("matchings", 0)))
+
+
+@dataclass(frozen=True)
 class NetMatrix:
-    """Pairwise bandwidth between nodes: values[i][j] is i -> j (None when not measured or failed)."""
+    """Pairwise bandwidth between nodes: values[i][j] is i -> j (None when not measured, not scheduled or failed)."""
 
     nodes: tuple[str, ...]
     values: tuple[tuple[float | None, ...], ...]
     unit: str = "Gb/s"
     tool: str = ""
+    sampling: NetSampling | None = None  # None: every pair (and a report from before sampling)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON."""
         return {"nodes": list(self.nodes), "values": [list(row) for row in self.values],
-                "unit": self.unit, "tool": self.tool}
+                "unit": self.unit, "tool": self.tool,
+                "sampling": self.sampling.to_dict() if self.sampling else None}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> NetMatrix:
         """Rebuild from `to_dict` output."""
-        return cls(tuple(data["nodes"]), tuple(tuple(row) for row in data["values"]), data["unit"], data["tool"])
+        return cls(tuple(data["nodes"]), tuple(tuple(row) for row in data["values"]), data["unit"], data["tool"],
+                   NetSampling.from_dict(data.get("sampling")))
 
 
 @dataclass(frozen=True)

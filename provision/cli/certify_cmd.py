@@ -15,6 +15,9 @@ def certify(
     release: bool = typer.Option(False, "--release", help="certify only the nodes held out of service (the hold "
                                  "reservation) and return those that pass to service; failing ones stay held, "
                                  "drained with their failed checks as the reason"),
+    network_seed: int | None = typer.Option(None, "--network-seed", help="draw the network matrix's sampled pairs "
+                                            "(quick, standard) from this seed: a past report's network seed replays "
+                                            "its pairs; default a fresh one"),
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -30,7 +33,7 @@ def certify(
     from provision.cluster import lifecycle
     from provision.spec.loader import load_spec
 
-    options = CertifyOptions(level=level, drain_failed=drain_failed)
+    options = CertifyOptions(level=level, drain_failed=drain_failed, network_seed=network_seed)
     progress = progress_printer(quiet or json_out)
     loaded = load_spec(spec)
     for note in levels.explain(options.level, loaded):

@@ -1,8 +1,8 @@
-"""Pairwise node-to-node bandwidth: every ordered pair measured, in rounds of disjoint pairs.
+"""Pairwise node-to-node bandwidth, in rounds of disjoint pairs: the pairs of a schedule (control.schedule).
 
-The circle method splits N nodes into N-1 rounds (N even; one node sits out each round when N is
-odd) so every pair meets exactly once and no node is in two pairs of a round; each pair measures both
-directions, one after the other. The doubtful pairs of that matrix (netmatrix.measure_again) are then measured
+At `full` the schedule is every pair (the circle method: N-1 rounds); at quick and standard a ring and a few random
+matchings, a constant number of rounds whatever N (4 and 6 for even N). No node is in two pairs of a round; each
+pair measures both directions, one after the other. The doubtful pairs of that matrix (netmatrix.measure_again) are then measured
 again, both directions, in rounds of disjoint pairs, so a verdict of fail is a fault seen twice.
 iperf3 (TCP) runs everywhere: one server per node for the whole
 matrix, started as a daemon and stopped by its PID. ib_write_bw is used instead where every node has
@@ -16,7 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from provision.certify.control import schedule
 from provision.certify.control.fleet import Fleet, Outcome
+from provision.certify.control.schedule import Schedule
 from provision.certify.control.slurm_checks import run_dir
 from provision.certify.judging import netmatrix
 from provision.certify.judging.netmatrix import PairResult
@@ -26,22 +28,6 @@ from provision.certify.probe.document import ProbeDocument
 IPERF3_SECONDS = 1
 RDMA_SERVER_WAIT_S = 1.0
 BUSY_RETRY_S = 0.5
-
-
-def rounds(nodes: Sequence[str]) -> list[list[tuple[str, str]]]:
-    """Round-robin schedule: N-1 rounds (N even) of disjoint unordered pairs covering every pair once."""
-    ring: list[str | None] = list(nodes)
-    if len(ring) < 2:
-        return []
-    if len(ring) % 2:
-        ring.append(None)  # a bye: whoever meets it sits the round out
-    n = len(ring)
-    out = []
-    for _ in range(n - 1):
-        pairs = [(ring[i], ring[n - 1 - i]) for i in range(n // 2)]
-        out.append([(a, b) for a, b in pairs if a is not None and b is not None])
-        ring = [ring[0], ring[-1], *ring[1:-1]]
-    return out
 
 
 def disjoint_rounds(pairs: Sequence[tuple[str, str]]) -> list[list[tuple[str, str]]]:
@@ -138,10 +124,12 @@ def _pair_result(src: str, dst: str, tool: str, outcome: Outcome, parse: Callabl
         return PairResult(src, dst, None, tool, f"{exc} (exit {outcome.rc})")
 
 
-def measure_iperf3(fleet: Fleet, addresses: Mapping[str, str], run_id: str, tool: Iperf3) -> list[PairResult]:
-    """Start a server per node, run the rounds, measure the doubtful pairs again, stop every server started; one
-    PairResult per direction."""
+def measure_iperf3(fleet: Fleet, addresses: Mapping[str, str], run_id: str, tool: Iperf3,
+                   plan: Schedule | None = None) -> list[PairResult]:
+    """Start a server per node, run the rounds of `plan` (default: every pair), measure the doubtful pairs again,
+    stop every server started; one PairResult per direction."""
     nodes = list(addresses)
+    plan = plan or schedule.plan(nodes, "full")
     started = fleet.run_many({n: tool.server(run_id) for n in nodes}, timeout=30)
     pids = {n: int(o.stdout.strip()) for n, o in started.items() if o.ok and o.stdout.strip().isdigit()}
     broken = {n: o.error or (o.stderr.strip() or "iperf3 server did not start")[-200:]
@@ -156,7 +144,7 @@ def measure_iperf3(fleet: Fleet, addresses: Mapping[str, str], run_id: str, tool
         return results
 
     try:
-        return with_second_look(nodes, measure(rounds(nodes)), measure)
+        return with_second_look(nodes, measure(plan.as_lists()), measure)
     finally:
         fleet.run_many({n: tool.stop(pid, run_id) for n, pid in pids.items()}, timeout=30)
 
@@ -181,8 +169,11 @@ def _iperf3_client(fleet: Fleet, node: str, tool: Iperf3, address: str, reverse:
     return outcome
 
 
-def measure_rdma(fleet: Fleet, addresses: Mapping[str, str], tool: IbWriteBw) -> list[PairResult]:
-    """Every direction with a one-shot ib_write_bw server on the receiver; the doubtful pairs again."""
+def measure_rdma(fleet: Fleet, addresses: Mapping[str, str], tool: IbWriteBw,
+                 plan: Schedule | None = None) -> list[PairResult]:
+    """Each direction of the pairs of `plan` (default: every pair) with a one-shot ib_write_bw server on the
+    receiver; the doubtful pairs again."""
+    plan = plan or schedule.plan(list(addresses), "full")
 
     def measure(schedule: list[list[tuple[str, str]]]) -> list[PairResult]:
         results: list[PairResult] = []
@@ -193,7 +184,7 @@ def measure_rdma(fleet: Fleet, addresses: Mapping[str, str], tool: IbWriteBw) ->
                     results += chunk
         return results
 
-    return with_second_look(list(addresses), measure(rounds(list(addresses))), measure)
+    return with_second_look(list(addresses), measure(plan.as_lists()), measure)
 
 
 def _rdma_one(fleet: Fleet, addresses: Mapping[str, str], tool: IbWriteBw, src: str, dst: str,

@@ -35,13 +35,14 @@ import json
 import random
 import threading
 import time
+from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from provision.certify import bundle
 from provision.certify.control import (bench_again, consistency, gpu_jobs, network, node_definition, peer_mpi, peers,
-                                       slurm_checks, srun, user_steps)
+                                       schedule, slurm_checks, srun, user_steps)
 from provision.certify.control.drain import drain
 from provision.certify.control.fleet import Fleet
 from provision.certify.control.session import GPUBENCH, PREFIX, PROBE, Session, expectation_for, now_iso, step
@@ -78,6 +79,7 @@ class CertifyOptions:
     reservation: str | None = None  # run every Slurm job inside this reservation (nodes held until certified)
     nodes: tuple[str, ...] = ()  # certify only these compute nodes (a partial run), measured against peers in service
     max_peers: int = peers.MAX_PEERS  # how many peers a partial run measures against, at most
+    network_seed: int | None = None  # draw the sampled network pairs of a past run again (its report's seed)
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -161,7 +163,8 @@ def collect(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions,
     return assemble(cluster=cluster.name, level=options.level, nodes=judged.nodes, probes=run.probes,
                     started_at=started, finished_at=now_iso(), fs_verify=run.fs_verify, nccl=run.nccl,
                     pairs=run.pairs, extra_checks=run.checks, probed=[n.name for n in run.compute],
-                    spec_digest=digest.of_spec(spec), scope=run.scope, again=run.again)
+                    spec_digest=digest.of_spec(spec), scope=run.scope, again=run.again,
+                    sampling=run.sampling)
 
 
 def certified(cluster: ClusterInfo, nodes: tuple[str, ...]) -> ClusterInfo:
@@ -327,16 +330,24 @@ def _network(run: Session, fleet: Fleet) -> None:
     if rdma and len(compute) + len(run.peers) >= 2:
         addresses = {n.name: n.address or n.name for n in [*run.compute, *run.peers]
                      if n.name in compute or n in run.peers}
-        run.progress(f"ib_write_bw matrix over {len(addresses)} nodes")
-        run.pairs = network.measure_rdma(fleet, addresses, network.IbWriteBw(port=18515, device=device))
+        plan = _plan(run, addresses, "ib_write_bw")
+        run.pairs = network.measure_rdma(fleet, addresses, network.IbWriteBw(port=18515, device=device), plan)
         return
     if len(reachable) < 2:
         return
     addresses = {n.name: n.address or n.name for n in reachable}
     bitrate = run.options.iperf3_bitrate or (SANDBOX_BITRATE if run.cluster.sandbox else None)
     tool = network.Iperf3(port=random.randint(20000, 29999), seconds=run.options.iperf3_seconds, bitrate=bitrate)
-    run.progress(f"iperf3 matrix over {len(addresses)} nodes ({len(addresses) - 1 + len(addresses) % 2} rounds)")
-    run.pairs = network.measure_iperf3(fleet, addresses, run.run_id, tool)
+    run.pairs = network.measure_iperf3(fleet, addresses, run.run_id, tool, _plan(run, addresses, "iperf3"))
+
+
+def _plan(run: Session, addresses: Mapping[str, str], tool: str) -> schedule.Schedule:
+    """The pairs the matrix measures at this level (control.schedule), recorded for the report."""
+    plan = schedule.plan(list(addresses), run.options.level, run.options.network_seed)
+    run.sampling = plan.record()
+    seed = f", seed {plan.seed}" if plan.seed is not None else ""
+    run.progress(f"{tool} matrix over {len(addresses)} nodes: {plan.kind}, {len(plan.rounds)} rounds{seed}")
+    return plan
 
 
 def _gpu_jobs(run: Session, fleet: Fleet, answered: list[str]) -> None:

@@ -15,7 +15,7 @@ from provision.certify.judging.netmatrix import PairResult
 from provision.certify.probe.document import ProbeDocument
 from provision.certify.probe.expect import NodeExpectation
 from provision.certify.probe.records import CheckResult
-from provision.certify.records import RunScope
+from provision.certify.records import NetSampling, RunScope
 from provision.records import ClusterInfo, NodeInfo, Progress
 from provision.spec.model import ClusterSpec
 
@@ -62,6 +62,7 @@ class Session:
     fs_verify: dict[str, ProbeDocument] | None = None
     again: dict[str, ProbeDocument] = field(default_factory=dict)  # node -> its GPU benchmarks measured again
     pairs: list[PairResult] = field(default_factory=list)
+    sampling: NetSampling | None = None  # which pairs the matrix measured (control.schedule)
     nccl: list[NcclJob] = field(default_factory=list)
     precheck: dict[str, str] = field(default_factory=dict)  # node -> its pre-check output
     view: dict[str, Definition] = field(default_factory=dict)  # the controller's node definitions

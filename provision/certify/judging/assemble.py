@@ -19,7 +19,7 @@ from provision.certify.probe import PROBE_VERSION
 from provision.certify.probe.document import ProbeDocument
 from provision.certify.probe.records import CheckResult, Measurement
 from provision.certify.probe.software import NA, SoftwareInventory
-from provision.certify.records import ClusterReport, NetMatrix, NodeInventory, NodeResult, RunScope
+from provision.certify.records import ClusterReport, NetMatrix, NetSampling, NodeInventory, NodeResult, RunScope
 from provision.errors import CertifyError
 from provision.records import NodeInfo
 
@@ -50,7 +50,8 @@ def assemble(*, cluster: str, level: str, nodes: Sequence[NodeInfo], probes: Map
              nccl: Sequence[NcclJob] = (), pairs: Sequence[PairResult] = (),
              extra_checks: Sequence[CheckResult] = (), probed: Sequence[str] | None = None,
              spec_digest: str | None = None, scope: RunScope = RunScope(),
-             again: Mapping[str, ProbeDocument] | None = None) -> ClusterReport:
+             again: Mapping[str, ProbeDocument] | None = None,
+             sampling: NetSampling | None = None) -> ClusterReport:
     """Every input judged; nodes in the order given; cluster-wide checks after the node results.
 
     `probed` names the nodes the probe was meant to run on (default: all); the others (a controller that
@@ -62,7 +63,9 @@ def assemble(*, cluster: str, level: str, nodes: Sequence[NodeInfo], probes: Map
     which are in the matrix but get no check (judging.partial).
 
     `again`: the GPU benchmarks measured a second time (the probe's --bench-again documents, per node) where a
-    benchmark figure failed; each is judged by the better of its figures (judging.confirm)."""
+    benchmark figure failed; each is judged by the better of its figures (judging.confirm).
+
+    `sampling`: which pairs the network matrix measured (all, or sampled with its seed), kept in the matrix."""
     names = [n.name for n in nodes]
     readers = names if probed is None else [n for n in probed if n in probes and probes[n].mode == "probe"]
     probed = names if probed is None else list(probed)
@@ -84,7 +87,7 @@ def assemble(*, cluster: str, level: str, nodes: Sequence[NodeInfo], probes: Map
         (per_node[result.node] if result.node in per_node else cluster_checks).append(result)
     matrix = None
     if pairs:
-        matrix, pair_checks, node_checks = _network(names, list(pairs), probes, scope)
+        matrix, pair_checks, node_checks = _network(names, list(pairs), probes, scope, sampling)
         cluster_checks += pair_checks
         for result in node_checks:
             per_node[result.node].append(result)
@@ -280,7 +283,8 @@ def _explain_cluster(result: CheckResult, fabric: Fabric) -> CheckResult:
 
 
 def _network(names: list[str], pairs: list[PairResult], probes: Mapping[str, ProbeDocument],
-             scope: RunScope) -> tuple[NetMatrix, list[CheckResult], list[CheckResult]]:
+             scope: RunScope, sampling: NetSampling | None) -> tuple[NetMatrix, list[CheckResult],
+                                                                   list[CheckResult]]:
     """The matrix and its checks; in a partial run over the peers too, each certified node judged in aggregate."""
     rdma = all(p.tool == "ib_write_bw" for p in pairs)
     floor = thresholds.link_floor(_nic_rate(probes)) if rdma else None
@@ -289,7 +293,7 @@ def _network(names: list[str], pairs: list[PairResult], probes: Mapping[str, Pro
     if scope.partial:
         pair_checks, node_checks = partial.judge_network(list(scope.nodes), pairs, pair_checks, node_checks,
                                                          netmatrix.suspects(everyone, pairs))
-    return netmatrix.build(everyone, pairs), pair_checks, node_checks
+    return netmatrix.build(everyone, pairs, sampling), pair_checks, node_checks
 
 
 __all__ = ["NcclJob", "PairResult", "assemble", "parse_probe_output"]

@@ -8,17 +8,25 @@ A slow link between otherwise healthy nodes is reported as that pair.
 A verdict of "fail" means a fault still there when we look again: the runner measures every doubtful pair again,
 both directions (`measure_again`), and each direction is judged by the better of its two figures. A link or node
 that fails on the first figure and not on the better one is a warning naming both figures, never a fail.
+
+The pairs need not be all of them: at quick and standard the runner measures a ring and a few random matchings
+(certify.control.schedule), each node with a few distinct peers. Everything here works on the pairs measured: a
+node is judged by all of its pairs, against the links that do not touch it (the same leave-one-out, computed by
+judging.leaveout so that 4,000 nodes take seconds); a node whose links are all slow is named, and its peers, whose
+other pairs are fast, are not. Unscheduled cells of the matrix are None, and the record says how they were chosen.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from statistics import median
 
 from provision.certify.judging import confirm
 from provision.certify.judging.judge import DROP_FAIL, DROP_WARN, Z_WARN, Sample, fleet_stats, judge_value
+from provision.certify.judging.leaveout import LeaveOut
 from provision.certify.judging.thresholds import Threshold
 from provision.certify.probe.records import CheckResult
-from provision.certify.records import NetMatrix
+from provision.certify.records import NetMatrix, NetSampling
 
 
 @dataclass(frozen=True)
@@ -54,14 +62,15 @@ class PairResult:
         return node in (self.src, self.dst)
 
 
-def build(nodes: list[str], pairs: list[PairResult]) -> NetMatrix:
-    """The matrix in node order; unmeasured or failed cells are None."""
+def build(nodes: list[str], pairs: list[PairResult], sampling: NetSampling | None = None) -> NetMatrix:
+    """The matrix in node order; unmeasured, unscheduled or failed cells are None."""
     index = {name: i for i, name in enumerate(nodes)}
     cells: list[list[float | None]] = [[None] * len(nodes) for _ in nodes]
     for pair in pairs:
         if pair.src in index and pair.dst in index:
             cells[index[pair.src]][index[pair.dst]] = pair.best_gbps
-    return NetMatrix(tuple(nodes), tuple(tuple(row) for row in cells), "Gb/s", pairs[0].tool if pairs else "")
+    return NetMatrix(tuple(nodes), tuple(tuple(row) for row in cells), "Gb/s", pairs[0].tool if pairs else "",
+                     sampling)
 
 
 def judge_network(nodes: list[str], pairs: list[PairResult],
@@ -113,12 +122,23 @@ def _retested(first: PairResult, again: PairResult) -> PairResult:
 def _judge(nodes: list[str], pairs: list[PairResult],
            floor: Threshold | None) -> tuple[list[CheckResult], list[CheckResult]]:
     measured = [p for p in pairs if p.value_gbps is not None]
-    drops = {n: _node_drop(n, measured) for n in nodes}
-    suspects = suspected(drops)
+    drops, suspects = _culprits(nodes, measured)
     reference = [p.value_gbps for p in measured if not any(p.touches(s) for s in suspects)]
     stats = fleet_stats(reference or [p.value_gbps for p in measured]) if measured else None
     pair_checks = [_judge_pair(p, floor, stats, suspects) for p in pairs]
-    return pair_checks, [_node_check(n, pairs, pair_checks, drops[n], suspects) for n in nodes]
+    links = _links(nodes, pairs)
+    return pair_checks, [_node_check(n, [(pairs[i], pair_checks[i]) for i in links[n]], drops[n], suspects)
+                         for n in nodes]
+
+
+def _links(nodes: Sequence[str], pairs: Sequence[PairResult]) -> dict[str, list[int]]:
+    """Per node, the indexes of the pairs that touch it."""
+    out: dict[str, list[int]] = {n: [] for n in nodes}
+    for i, pair in enumerate(pairs):
+        for end in (pair.src, pair.dst):
+            if end in out:
+                out[end].append(i)
+    return out
 
 
 def _confirmed(pair: PairResult, best: CheckResult, first: CheckResult) -> CheckResult:
@@ -144,7 +164,23 @@ def suspects(nodes: list[str], pairs: list[PairResult]) -> set[str]:
     """The nodes whose links, as a whole, are well below the links that do not touch them (by their better
     figures)."""
     measured = [replace(p, value_gbps=p.best_gbps) for p in pairs if p.best_gbps is not None]
-    return suspected({n: _node_drop(n, measured) for n in nodes})
+    return _culprits(nodes, measured)[1]
+
+
+def _culprits(nodes: Sequence[str], measured: list[PairResult]) -> tuple[dict[str, tuple[float, float] | None],
+                                                                         set[str]]:
+    """(each node's drop, the suspects): every node against the links that do not touch it; then, with two suspects
+    or more, each suspect again without its links to the other suspects. A node that met two slow nodes among its
+    few sampled peers has half its links slow through no fault of its own: its links to the rest clear it, where a
+    culprit's stay slow. A suspect with no link left to the rest stays one."""
+    drops = _drops(nodes, measured)
+    first = suspected(drops)
+    if len(first) < 2:
+        return drops, first
+    rest = [p for p in measured if not (p.src in first and p.dst in first)]
+    again = {n: d for n, d in _drops(sorted(first), rest).items() if d is not None}
+    kept = {n for n in first if n not in again or suspected({n: again[n]})}
+    return {**drops, **again}, kept
 
 
 def suspected(drops: dict[str, tuple[float, float] | None]) -> set[str]:
@@ -152,13 +188,18 @@ def suspected(drops: dict[str, tuple[float, float] | None]) -> set[str]:
     return {n for n, d in drops.items() if d and d[0] >= DROP_WARN and d[1] <= Z_WARN}
 
 
-def _node_drop(node: str, measured: list[PairResult]) -> tuple[float, float] | None:
-    """(fractional drop, robust z) of the node's median link against the links not touching it."""
-    mine = [p.value_gbps for p in measured if p.touches(node)]
-    others = [p.value_gbps for p in measured if not p.touches(node)]
-    if len(mine) < 2 or not others:
+def _drops(nodes: Sequence[str], measured: list[PairResult]) -> dict[str, tuple[float, float] | None]:
+    """Per node, its drop against the links that do not touch it (every link sorted once, see leaveout)."""
+    fleet = LeaveOut([p.value_gbps for p in measured])
+    links = _links(nodes, measured)
+    return {n: _node_drop([measured[i].value_gbps for i in links[n]], fleet) for n in nodes}
+
+
+def _node_drop(mine: list[float], fleet: LeaveOut) -> tuple[float, float] | None:
+    """(fractional drop, robust z) of a node's median link (`mine`: its links) against the links not touching it."""
+    if len(mine) < 2 or len(fleet) <= len(mine):
         return None
-    stats = fleet_stats(others)
+    stats = fleet.stats(mine)
     if stats.median <= 0:
         return None
     own = median(mine)
@@ -173,12 +214,11 @@ def _judge_pair(pair: PairResult, floor: Threshold | None, stats, suspects: set[
     blamed = sorted(s for s in suspects if pair.touches(s))
     note = f"attributed to node {', '.join(blamed)}" if blamed else ""
     sample = Sample("net.pairwise_bw", pair.src, pair.value_gbps, "Gb/s", pair.tool, pair.subject, floor, note)
-    return CheckResult(**{**judge_value(sample, stats).to_dict(), "node": None})
+    return replace(judge_value(sample, stats), node=None)  # a link: cluster-wide
 
 
-def _node_check(node: str, pairs: list[PairResult], pair_checks: list[CheckResult],
+def _node_check(node: str, links: list[tuple[PairResult, CheckResult]],
                 drop: tuple[float, float] | None, suspects: set[str]) -> CheckResult:
-    links = [(p, c) for p, c in zip(pairs, pair_checks) if p.touches(node)]
     mine = [c for _, c in links]
     values = [c.value for c in mine if isinstance(c.value, (int, float))]
     base = dict(node=node, value=round(median(values), 2) if values else None, unit="Gb/s",

@@ -7,6 +7,7 @@ coloured by its slowest link (so one bad link still shows), and the slowest link
 from __future__ import annotations
 
 import heapq
+from itertools import islice
 from dataclasses import dataclass
 from math import ceil
 from statistics import median
@@ -136,9 +137,9 @@ def bucketed(matrix: NetMatrix | None, buckets: int = BUCKETS) -> BucketHeatmap 
     cell = max(BUCKET_AREA // len(groups), 4)
     blocks = tuple(_block(matrix, groups, gi, gj, per, cell, best) for gi in range(len(groups))
                    for gj in range(len(groups)))
-    gaps = _unmeasured(matrix)
+    gaps, gap_count = _unmeasured(matrix)
     return BucketHeatmap(groups, blocks, BUCKET_LEFT + cell * len(groups) + 10, cell, matrix.unit, matrix.tool,
-                         best, _slowest(matrix), tuple(gaps[:SLOWEST_SHOWN]), len(gaps))
+                         best, _slowest(matrix), gaps, gap_count)
 
 
 def _block(matrix: NetMatrix, groups: tuple[Group, ...], gi: int, gj: int, per: int, cell: int,
@@ -162,7 +163,9 @@ def _slowest(matrix: NetMatrix) -> tuple[Link, ...]:
     return tuple(Link(matrix.nodes[i], matrix.nodes[j], v) for v, i, j in heapq.nsmallest(SLOWEST_SHOWN, links))
 
 
-def _unmeasured(matrix: NetMatrix) -> list[Link]:
-    """Every ordered pair of distinct nodes without a value."""
-    return [Link(matrix.nodes[i], matrix.nodes[j], None) for i, row in enumerate(matrix.values)
-            for j, v in enumerate(row) if v is None and i != j]
+def _unmeasured(matrix: NetMatrix) -> tuple[tuple[Link, ...], int]:
+    """The first SLOWEST_SHOWN ordered pairs of distinct nodes without a value, and how many there are (a sampled
+    matrix leaves most cells empty: counted, not listed)."""
+    gaps = ((i, j) for i, row in enumerate(matrix.values) for j, v in enumerate(row) if v is None and i != j)
+    shown = tuple(Link(matrix.nodes[i], matrix.nodes[j], None) for i, j in islice(gaps, SLOWEST_SHOWN))
+    return shown, len(shown) + sum(1 for _ in gaps)

@@ -9,13 +9,15 @@ from provision.certify.judging import thresholds
 from provision.certify.records import ClusterReport
 
 SCHEMA_ID = "gpu-provision/certify-report"
-SCHEMA_VERSION = "1.3"  # major bump when a field changes meaning or goes away; minor when one is added
+SCHEMA_VERSION = "1.4"  # major bump when a field changes meaning or goes away; minor when one is added
 # 1.1: a check may carry "action", what to do about it (e.g. "reset_gpu" for an Xid); null when none applies
 # 1.2: "tool_version" and "spec_digest" in the header; per node its "group" and "inventory" (kernel, OS, Slurm,
 #      NCCL, driver, CUDA, VBIOS per GPU; null when the probe did not run there)
 # 1.3: "scope": what the run certified, {"kind": "full"} or {"kind": "partial", "nodes": the nodes certified,
 #      "peers": the in-service nodes they were measured against (never judged), "note": how the peers were chosen};
 #      a report without it was a full run
+# 1.4: "network"."sampling": which pairs the matrix measured, {"kind": "all pairs" | "sampled", "seed" (replays a
+#      sampled schedule), "rounds", "pairs", "matchings"}; null (or absent) in a report from before: every pair
 SCHEMA_FILE = "report-v1.schema.json"
 
 

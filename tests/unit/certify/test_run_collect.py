@@ -17,6 +17,7 @@ from provision.certify.control.fleet import Fleet, Outcome
 from provision.certify.control.srun import NODE_MARK
 from provision.certify.probe import collect
 from provision.certify.probe.expect import NodeExpectation
+from provision.certify.records import NetSampling
 from provision.records import ClusterInfo, NodeInfo
 from provision.spec import digest
 from provision.spec.model import ClusterSpec
@@ -238,6 +239,7 @@ def test_healthy_cluster_passes_with_gpu_checks_not_applicable(sandbox):
     mpi = next(c for c in report.checks if c.check == "mpi.allreduce")
     assert "6 ranks on 3 nodes" in mpi.detail and "8 MiB allreduce 12.5 ms" in mpi.detail
     assert report.network.nodes == tuple(ROLES) and report.network.tool == "iperf3"
+    assert report.network.sampling == NetSampling("all pairs", None, 3, 6)  # 4 nodes: every pair, at quick too
     assert any("kill 4242" in c for _, c in sandbox.log)
     assert report.spec_digest == digest.of_spec(SPEC) and report.tool_version
 

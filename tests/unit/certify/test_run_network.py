@@ -7,10 +7,11 @@ from dataclasses import replace
 import json
 import re
 import shlex
+import zlib
 
 import pytest
 
-from provision.certify.control import network
+from provision.certify.control import network, schedule
 from provision.certify.control.fleet import Outcome
 from provision.certify.judging import netmatrix
 from provision.certify.probe import PROBE_VERSION
@@ -20,7 +21,7 @@ from provision.certify.probe.document import ProbeDocument
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 9])
 def test_rounds_meet_every_pair_once_with_disjoint_pairs_per_round(n):
     nodes = [f"n{i}" for i in range(n)]
-    schedule = network.rounds(nodes)
+    schedule = network.schedule.circle(nodes)
     assert len(schedule) == (n - 1 if n % 2 == 0 else n)
     met = [frozenset(pair) for round_ in schedule for pair in round_]
     assert sorted(met, key=sorted) == sorted({frozenset(p) for p in itertools.combinations(nodes, 2)}, key=sorted)
@@ -30,7 +31,7 @@ def test_rounds_meet_every_pair_once_with_disjoint_pairs_per_round(n):
 
 
 def test_one_node_has_no_rounds():
-    assert network.rounds(["only"]) == []
+    assert network.schedule.circle(["only"]) == []
 
 
 def test_iperf3_commands():
@@ -51,11 +52,13 @@ def iperf3_json(gbps: float) -> str:
 
 
 class FakeFleet:
-    """Nodes that run iperf3: links through `slow` run at 0.02 Gb/s, others at 1.0; `dead` servers never start."""
+    """Nodes that run iperf3: links through `slow` nodes and the `slow_pairs` run at 0.02 Gb/s, others at 1.0 (give
+    or take 1 % per direction with `noise`); `dead` servers never start."""
 
-    def __init__(self, addresses, slow=(), dead=(), busy_once=(), dip_once=()):
+    def __init__(self, addresses, slow=(), dead=(), busy_once=(), dip_once=(), slow_pairs=(), noise=False):
         self.by_address = {a: n for n, a in addresses.items()}
         self.slow, self.dead, self.busy, self.dip = set(slow), set(dead), set(busy_once), set(dip_once)
+        self.slow_pairs, self.noise = {frozenset(p) for p in slow_pairs}, noise
         self.started, self.killed, self.clients = {}, [], []
 
     def run(self, name, command, timeout=60.0):
@@ -77,7 +80,9 @@ class FakeFleet:
         if (src, to) in self.dip:  # another job's traffic for one measurement: 12 % down, then gone
             self.dip.discard((src, to))
             return Outcome(name, 0, iperf3_json(0.88))
-        return Outcome(name, 0, iperf3_json(0.02 if {src, to} & self.slow else 1.0))
+        slow = {src, to} & self.slow or frozenset((src, to)) in self.slow_pairs
+        jitter = (zlib.crc32(f"{src}>{to}".encode()) % 21 - 10) / 1000 if self.noise else 0.0
+        return Outcome(name, 0, iperf3_json(0.02 if slow else round(1.0 + jitter, 3)))
 
     def run_many(self, commands, timeout=60.0):
         return {n: self.run(n, c, timeout) for n, c in commands.items()}
@@ -174,3 +179,64 @@ def test_ib_write_bw_commands_and_parse(fixtures_dir):
     assert re.search(r"ib_write_bw --report_gbits -F -p 18515 -d mlx5_0 10\.0\.0\.2$", tool.client("10.0.0.2"))
     assert "10.0.0.2" not in tool.one_shot_server()
     assert tool.parse((fixtures_dir / "ib_write_bw_4qp_gbits.txt").read_text()) > 0
+
+
+def fleet_of(n):
+    return {f"gpu{i:04d}": f"10.1.{i // 250}.{i % 250 + 1}" for i in range(n)}
+
+
+@pytest.mark.parametrize("n", [16, 64])
+def test_a_slow_node_at_quick_is_named_and_no_other_though_only_a_sample_of_its_pairs_is_measured(n):
+    addresses = fleet_of(n)
+    culprit = f"gpu{n // 2:04d}"
+    plan = schedule.plan(list(addresses), "quick", seed=35)
+    fleet = FakeFleet(addresses, slow={culprit}, noise=True)
+    pairs = network.measure_iperf3(fleet, addresses, "r1", network.Iperf3(port=25000), plan)
+    assert len({frozenset((p.src, p.dst)) for p in pairs}) == plan.pairs < n * (n - 1) // 2
+    pair_checks, node_checks = netmatrix.judge_network(list(addresses), pairs, None)
+    failed = {c.node: c.detail for c in node_checks if c.verdict != "pass"}
+    assert list(failed) == [culprit] and "check its NIC" in failed[culprit]
+    peers = {p.dst for p in pairs if p.src == culprit}
+    assert len(peers) >= 3
+    slow = [c for c in pair_checks if culprit in c.subject.split("->")]
+    assert len(slow) == 2 * len(peers) and all(c.verdict == "fail" and c.detail.startswith("confirmed:")
+                                               for c in slow)
+    assert {c.verdict for c in pair_checks if culprit not in c.subject.split("->")} == {"pass"}
+
+
+def test_a_single_slow_pair_at_quick_fails_as_that_pair_and_localises_to_no_node():
+    addresses = fleet_of(16)
+    plan = schedule.plan(list(addresses), "quick", seed=7)
+    a, b = plan.rounds[-1][0]  # a pair of a random matching
+    fleet = FakeFleet(addresses, slow_pairs={(a, b)}, noise=True)
+    pairs = network.measure_iperf3(fleet, addresses, "r1", network.Iperf3(port=25000), plan)
+    pair_checks, node_checks = netmatrix.judge_network(list(addresses), pairs, None)
+    failed = {c.subject for c in pair_checks if c.verdict == "fail"}
+    assert failed == {f"{a}->{b}", f"{b}->{a}"}
+    nodes = {c.node: c for c in node_checks}
+    assert {nodes[a].verdict, nodes[b].verdict} == {"warn"} and "not localised" in nodes[a].detail
+    assert {c.verdict for c in node_checks if c.node not in (a, b)} == {"pass"}
+
+
+def test_a_dip_in_one_sampled_measurement_at_quick_is_a_warning_not_a_fail():
+    addresses = fleet_of(16)
+    plan = schedule.plan(list(addresses), "quick", seed=7)
+    a, b = plan.rounds[0][0]
+    pairs = network.measure_iperf3(FakeFleet(addresses, dip_once={(a, b)}), addresses, "r1",
+                                   network.Iperf3(port=25000), plan)
+    pair_checks, node_checks = netmatrix.judge_network(list(addresses), pairs, None)
+    dipped = next(c for c in pair_checks if c.subject == f"{a}->{b}")
+    assert dipped.verdict == "warn" and dipped.detail.startswith("not confirmed: 0.88 then 1 Gb/s")
+    assert "fail" not in {c.verdict for c in [*pair_checks, *node_checks]}
+
+
+def test_two_slow_nodes_that_share_a_peer_are_named_and_the_peer_between_them_is_not():
+    addresses = fleet_of(64)
+    plan = schedule.plan(list(addresses), "quick", seed=35)
+    middle = "gpu0010"
+    culprits = {b if a == middle else a for a, b in plan.rounds[-1] + plan.rounds[-2] if middle in (a, b)}
+    assert len(culprits) == 2  # two of the four peers of `middle`: half of its links slow
+    pairs = network.measure_iperf3(FakeFleet(addresses, slow=culprits, noise=True), addresses, "r1",
+                                   network.Iperf3(port=25000), plan)
+    _, node_checks = netmatrix.judge_network(list(addresses), pairs, None)
+    assert {c.node for c in node_checks if c.verdict != "pass"} == culprits

@@ -61,3 +61,10 @@ def test_metrics_not_written_are_a_note_on_stderr_and_the_exit_status_stays_the_
     assert "note: certify metrics: gpu_provision_certify.prom not written on ctl01" in done.stderr
     if args:
         assert json.loads(done.stdout)["verdict"] == "pass"
+
+
+def test_certify_command_passes_a_network_seed_to_replay_a_run_s_pairs(cli):
+    invoke, seen = cli
+    done = invoke("pass", "--network-seed", "424242")
+    assert done.exit_code == 0, done.output
+    assert seen == [CertifyOptions(level="quick", network_seed=424242)]
