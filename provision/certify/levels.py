@@ -50,7 +50,7 @@ def additions() -> dict[str, tuple[Addition, ...]]:
     """Per level, what it adds to the level below (quick: what it runs)."""
     quick, standard, full = LEVELS
     return {
-        quick: (Addition("node and GPU health (NVML), Slurm, munge, MPI and the pairwise network"),
+        quick: (Addition("node and GPU health (NVML), Slurm, munge, MPI and the pairwise network (sampled beyond 9 nodes)"),
                 Addition(f"DCGM diagnostic level {RUN_LEVEL[quick]}", GPU),
                 Addition(f"a {FS_SIZE_MIB[quick]} MiB shared filesystem test", FILESYSTEM)),
         standard: (Addition("GPU benchmarks (BF16 GEMM, memory and PCIe bandwidth)", GPU),

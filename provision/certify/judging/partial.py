@@ -1,6 +1,8 @@
 """The network of a partial certification: each certified node judged by its pairs with the others, in aggregate.
 
-A partial run measures every pair among the controller, the certified nodes and their peers (certify.control.peers).
+A partial run measures the pairs of its level's schedule among the controller, the certified nodes and their peers
+(certify.control.peers, certify.control.schedule: every pair up to 9 nodes at quick, 13 at standard, a ring and random
+matchings beyond, so a certified node may meet only some of the nodes in service).
 The pairs that touch no certified node are the reference: how links between nodes already in service look, for the
 leave-one-out comparison (netmatrix); they get no check, since a peer is measured, never judged. A certified node's
 partners are the nodes it has a pair with, and it is judged by them as a whole:
