@@ -33,7 +33,7 @@ PLAYBOOK = """\
       ansible.builtin.import_tasks: {validate}
     - name: Render each part's files with the action the role writes them with, under out/HOST/
       config_files:
-        files: "{{{{ _monitoring_files[item] | under(out ~ '/' ~ inventory_hostname) }}}}"
+        files: "{{{{ lookup('vars', '_monitoring_' ~ item ~ '_files') | under(out ~ '/' ~ inventory_hostname) }}}}"
       loop: "{{{{ _monitoring_wanted_parts }}}}"
 """
 
