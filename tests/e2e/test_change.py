@@ -82,9 +82,18 @@ def _check_cluster_matches(path: Path, compute: list[str]) -> None:
     digests = {n.name: _on(path, n.name, "md5sum /etc/slurm/slurm.conf").split()[0] for n in cluster.info.nodes}
     assert len(set(digests.values())) == 1, digests
     # Prometheus's node targets follow the node set: each node by its host name, at its address
+    wanted = {n.name: f"http://{n.address}:9100/metrics" for n in cluster.info.nodes}
+    # (Prometheus restarted for its new targets a moment ago: it lists them once it has read its configuration)
+    deadline = time.monotonic() + 30
+    while (targets := _node_targets(cluster)) != wanted and time.monotonic() < deadline:
+        time.sleep(1)
+    assert targets == wanted
+
+
+def _node_targets(cluster: LiveCluster) -> dict[str, str]:
+    """node -> scrape URL of Prometheus's node exporter targets."""
     targets = prometheus.api(cluster.info, "targets", state="active")["activeTargets"]
-    scraped = {t["labels"]["node"]: t["scrapeUrl"] for t in targets if t["labels"]["job"] == "node"}
-    assert scraped == {n.name: f"http://{n.address}:9100/metrics" for n in cluster.info.nodes}, scraped
+    return {t["labels"]["node"]: t["scrapeUrl"] for t in targets if t["labels"]["job"] == "node"}
 
 
 def _long_job_running(path: Path, job: str) -> None:

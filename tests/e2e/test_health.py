@@ -86,8 +86,8 @@ def test_munge_stopped_drains_the_node_and_started_again_resumes_it(cluster):
         assert "munge" in reason.removeprefix("hc:munge: ")  # the evidence: munge's own error
         assert _sinfo_r(cluster)["compute02"].startswith("hc:munge: ")  # the check, in sinfo -R's default width
         # Prometheus (queried from this machine) fires the alert naming the node and the check (the rule's `for`:
-        # 2 minutes, under one pass at the default interval of 300 s), and `provision status` shows it
-        firing = prometheus.wait_for("the munge alert firing", lambda: _alerts(cluster, "compute02", "firing"), 240)
+        # 1 minute, under one pass at the default interval of 300 s), and `provision status` shows it
+        firing = prometheus.wait_for("the munge alert firing", lambda: _alerts(cluster, "compute02", "firing"), 180)
         assert {(a["labels"]["alertname"], a["labels"].get("check")) for a in firing} >= {
             ("NodeHealthCheckFailing", "health.munge")}, firing
         shown = json.loads(provision("status", str(cluster.spec_path), "--json").stdout)["alerts"]

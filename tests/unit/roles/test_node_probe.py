@@ -459,7 +459,7 @@ def test_every_role_reads_its_node_with_node_probe_not_raw():
     roles = REPO / "playbooks" / "roles"
     reads, raw_reads = [], []
     for role in ("common", "munge", "slurm", "mpi", "certify", "platform", "gpu_base", "nvidia_driver", "cuda", "nccl",
-                 "nvidia_fabricmanager", "dcgm", "rdma"):
+                 "nvidia_fabricmanager", "dcgm", "rdma", "monitoring"):
         for path in sorted((roles / role / "tasks").glob("**/*.yml")):
             name = path.relative_to(roles / role / "tasks").as_posix()
             for task in _tasks(yaml.safe_load(path.read_text())):
@@ -469,12 +469,12 @@ def test_every_role_reads_its_node_with_node_probe_not_raw():
                 elif "ansible.builtin.raw" in task and task.get("changed_when") is False:
                     raw_reads.append(f"{role}/{name}: {task['name']}")
     assert raw_reads == []
-    gpu = {"cuda/default.yml", "dcgm/dcgm.yml", "gpu_base/detect.yml", "nccl/install.yml", "nvidia_driver/headers.yml",
+    gpu = {"cuda/default.yml", "dcgm/dcgm.yml", "dcgm/exporter.yml", "gpu_base/detect.yml", "nccl/install.yml", "nvidia_driver/headers.yml",
            "nvidia_driver/install.yml", "nvidia_driver/installed.yml", "nvidia_driver/reboot_now.yml",
            "nvidia_driver/resolve.yml", "nvidia_fabricmanager/fabricmanager.yml"}
     assert gpu <= set(reads)
-    assert sorted(set(reads) - gpu) == ["certify/probe.yml", "common/probe.yml", "mpi/probe.yml", "munge/probe.yml",
-                                        "platform/check.yml", "slurm/configure.yml", "slurm/probe.yml",
+    assert sorted(set(reads) - gpu) == ["certify/probe.yml", "common/probe.yml", "monitoring/main.yml",
+                                        "mpi/probe.yml", "munge/probe.yml", "platform/check.yml", "slurm/configure.yml", "slurm/probe.yml",
                                         "slurm/repository/Debian.yml"]
 
 
