@@ -84,22 +84,23 @@ def _seconds(microseconds: int | None) -> float | None:
 
 def collect_sinfo(timeout: float, collection: Collection) -> None:
     """sinfo's nodes; not ok when it failed, or printed lines and none read."""
-    text = answered("sinfo", run(SINFO, Deadline(timeout), cap_s=timeout), collection)
-    rows, notes = slurm_output.nodes(text or "")
-    collection.notes += notes
-    collection.ok["sinfo"] = text is not None and not (notes and not rows)
-    if collection.ok["sinfo"]:
-        collection.samples += [s for row in rows for s in node_samples(row)]
+    _collect_rows("sinfo", SINFO, slurm_output.nodes, lambda rows: [s for r in rows for s in node_samples(r)],
+                  timeout, collection)
 
 
 def collect_squeue(timeout: float, collection: Collection) -> None:
     """squeue's jobs; not ok when it failed, or printed lines and none read."""
-    text = answered("squeue", run(SQUEUE, Deadline(timeout), cap_s=timeout), collection)
-    rows, notes = slurm_output.jobs(text or "")
+    _collect_rows("squeue", SQUEUE, slurm_output.jobs, job_samples, timeout, collection)
+
+
+def _collect_rows(name: str, argv, parse, to_samples, timeout: float, collection: Collection) -> None:
+    """One command whose output is rows: its samples, its notes, and whether it answered and was read."""
+    text = answered(name, run(argv, Deadline(timeout), cap_s=timeout), collection)
+    rows, notes = parse(text or "")
     collection.notes += notes
-    collection.ok["squeue"] = text is not None and not (notes and not rows)
-    if collection.ok["squeue"]:
-        collection.samples += job_samples(rows)
+    collection.ok[name] = text is not None and not (notes and not rows)
+    if collection.ok[name]:
+        collection.samples += to_samples(rows)
 
 
 def collect_sdiag(timeout: float, collection: Collection) -> None:
