@@ -1,10 +1,11 @@
 """Where the cluster's monitoring runs and what the monitoring role is told (README "Monitoring"): Prometheus and
 Alertmanager on the node with the `monitoring` role, else the controller; node exporter on every node; DCGM's exporter
-on GPU nodes; the Slurm collector on the controller."""
+on GPU nodes; the Slurm collector on the controller; Grafana on the monitoring node where the spec asks for it."""
 from __future__ import annotations
 
 from provision.records import ClusterInfo, NodeInfo
 from provision.spec.model import ClusterSpec
+from provision.spec.signing_keys import signing_key
 
 
 def monitoring_node(cluster: ClusterInfo) -> NodeInfo:
@@ -40,6 +41,27 @@ def monitoring_vars(spec: ClusterSpec, cluster: ClusterInfo) -> dict:
         "monitoring_slurm_interval": monitoring.slurm_interval_s,
         "monitoring_receivers": receivers,
         "monitoring_dcgm_exporter_port": monitoring.dcgm_exporter_port,
+        **grafana_vars(spec),
         "dcgm_exporter_enabled": monitoring.enabled,
         "dcgm_exporter_port": monitoring.dcgm_exporter_port,
+    }
+
+
+def grafana_vars(spec: ClusterSpec) -> dict:
+    """The monitoring role's monitoring_grafana_*: off, or Grafana's repository, its key (read here, checked against
+    the spec's fingerprint and carried armored, so a deploy needs no file outside the cluster's state; the file's
+    absolute path too, for the reader) and its port."""
+    grafana = spec.monitoring.grafana
+    if grafana is None or not spec.monitoring.enabled:
+        return {"monitoring_grafana_enabled": False}
+    key = signing_key("monitoring.grafana.key", grafana.key, grafana.key_fingerprint)
+    return {
+        "monitoring_grafana_enabled": True,
+        "monitoring_grafana_repository_url": grafana.repository_url,
+        "monitoring_grafana_suite": grafana.suite,
+        "monitoring_grafana_components": list(grafana.components),
+        "monitoring_grafana_key_file": str(grafana.key.expanduser().absolute()),
+        "monitoring_grafana_key": key.armored(),
+        "monitoring_grafana_key_fingerprint": key.fingerprint,
+        "monitoring_grafana_port": grafana.port,
     }

@@ -7,6 +7,7 @@ deploy needs no file outside the cluster's state), its pinned version and the pa
 from __future__ import annotations
 
 from provision import openpgp
+from provision.spec import signing_keys
 from provision.spec.model import Slurm
 
 # The slurm role installs MariaDB for slurmdbd from the distribution: its slurm_accounting_packages end with these, and
@@ -42,11 +43,5 @@ def repository_vars(slurm: Slurm) -> dict[str, object]:
 
 def signing_key(slurm: Slurm) -> openpgp.PublicKey:
     """The repository's key from its file, refused unless it is the key the spec's fingerprint names."""
-    path = slurm.repository_key.expanduser()
-    key = openpgp.read_public_key(path)
-    expected = slurm.repository_key_fingerprint
-    if expected and key.fingerprint != expected:
-        raise openpgp.KeyFileError(f"software.slurm.repository_key: '{slurm.repository_key}' holds the key "
-                                   f"{key.fingerprint}, not {expected}",
-                                   hint="give the file of the key with this fingerprint, or correct the fingerprint")
-    return key
+    return signing_keys.signing_key("software.slurm.repository_key", slurm.repository_key,
+                                    slurm.repository_key_fingerprint)

@@ -1,6 +1,6 @@
 """The spec's `monitoring:` section: Prometheus and Alertmanager on one node (the node with the `monitoring` role,
-else the controller), node exporter on every node, DCGM's exporter on GPU nodes (README "Monitoring"). Grafana is not
-installed: its dashboards ship as JSON to import (Debian has no Grafana package)."""
+else the controller), node exporter on every node, DCGM's exporter on GPU nodes (README "Monitoring"), and Grafana with the shipped dashboards on the monitoring node where the spec
+asks for it (from Grafana's APT repository: Debian has no Grafana package)."""
 from __future__ import annotations
 
 from typing import Literal
@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, StrictBool, model_validator
 
 from provision.spec.section import StrictModel
-from provision.spec.shapes import LocalPath, Url, shape_error
+from provision.spec.shapes import AptComponent, AptSuite, Fingerprint, LocalPath, Url, shape_error
 
 _RECEIVER = r"^[a-z][a-z0-9-]{0,30}$"
 
@@ -30,6 +30,20 @@ class Receiver(StrictModel):
         return self
 
 
+class Grafana(StrictModel):
+    """Grafana on the monitoring node, from Grafana's APT repository trusted with its signing key only, with
+    Prometheus as its data source and the cluster's dashboards (cluster overview, node, GPU, queue) provisioned."""
+
+    repository_url: Url = "https://apt.grafana.com"
+    suite: AptSuite = "stable"
+    components: list[AptComponent] = Field(default_factory=lambda: ["main"], min_length=1, max_length=16)
+    key: LocalPath = Field(description="Grafana's signing key on this machine: an OpenPGP public key file, armored or "
+                           "binary (https://apt.grafana.com/gpg.key)")
+    key_fingerprint: Fingerprint = Field(description="the key's fingerprint (40 hex digits); apt then accepts only "
+                                         "this key's signatures")
+    port: int = Field(3000, ge=1024, le=65535)
+
+
 class Monitoring(StrictModel):
     """Prometheus, Alertmanager and the exporters, on by default; `enabled: false` installs none of it."""
 
@@ -45,8 +59,13 @@ class Monitoring(StrictModel):
     slurm_interval_s: int = Field(30, ge=5, le=3600, description="how often the controller's Slurm collector runs")
     receivers: list[Receiver] = Field(default_factory=list, max_length=16,
                                       description="Alertmanager's receivers; none: alerts are only shown")
+    grafana: Grafana | None = Field(None, description="Grafana with the dashboards on the monitoring node; none: the "
+                                    "dashboards ship as JSON to import into your own Grafana")
 
     def ports(self) -> dict[str, int]:
         """Each service's port by the field that sets it."""
-        return {"prometheus_port": self.prometheus_port, "alertmanager_port": self.alertmanager_port,
-                "node_exporter_port": self.node_exporter_port, "dcgm_exporter_port": self.dcgm_exporter_port}
+        ports = {"prometheus_port": self.prometheus_port, "alertmanager_port": self.alertmanager_port,
+                 "node_exporter_port": self.node_exporter_port, "dcgm_exporter_port": self.dcgm_exporter_port}
+        if self.grafana is not None:
+            ports["grafana.port"] = self.grafana.port
+        return ports

@@ -1,5 +1,5 @@
 """Validation of the spec's monitoring section beyond its shape: one monitoring node, ports that collide with nothing
-else the cluster listens on, and the receivers' files."""
+else the cluster listens on, the receivers' files, and Grafana's repository key where a provider can install it."""
 from __future__ import annotations
 
 from collections import Counter
@@ -9,6 +9,7 @@ from provision.files import FileKind, UnreadableFile, check_regular
 from provision.spec.findings import Finding
 from provision.spec.health_checks import SLURM_PORTS
 from provision.spec.model import ClusterSpec
+from provision.spec.signing_keys import key_findings
 
 DCGM_HOSTENGINE_PORT = 5555
 _URL_FILE = FileKind("a webhook URL file", "give the path of a file holding the receiver's URL", "")
@@ -16,7 +17,7 @@ _URL_FILE = FileKind("a webhook URL file", "give the path of a file holding the 
 
 def check_monitoring(spec: ClusterSpec) -> list[Finding]:
     """Every rule of the monitoring section that needs the rest of the spec."""
-    return _monitoring_nodes(spec) + _ports(spec) + _receivers(spec)
+    return _monitoring_nodes(spec) + _ports(spec) + _receivers(spec) + _grafana(spec)
 
 
 def _monitoring_nodes(spec: ClusterSpec) -> list[Finding]:
@@ -63,3 +64,19 @@ def _receivers(spec: ClusterSpec) -> list[Finding]:
             out.append(Finding("error", where, exc.message, exc.hint or _URL_FILE.fix))
     return out
 
+
+
+def _grafana(spec: ClusterSpec) -> list[Finding]:
+    grafana = spec.monitoring.grafana
+    if grafana is None:
+        return []
+    if not spec.monitoring.enabled:
+        return [Finding("error", "monitoring.grafana", "is set while monitoring.enabled is false (Grafana reads the "
+                        "cluster's Prometheus)", "set monitoring.enabled: true, or remove monitoring.grafana")]
+    if spec.provider.simulated:
+        return [Finding("error", "monitoring.grafana", f"cannot be installed on the {spec.provider.type} provider: "
+                        "Debian has no Grafana package, and its nodes reach only the Debian mirror, not Grafana's "
+                        "repository", "remove monitoring.grafana, and import the dashboards "
+                        "(playbooks/roles/monitoring/files/dashboards) into your own Grafana")]
+    return key_findings("monitoring.grafana.key", grafana.key, "monitoring.grafana.key_fingerprint",
+                        grafana.key_fingerprint)

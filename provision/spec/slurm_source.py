@@ -3,9 +3,9 @@ OpenPGP public key (with the fingerprint the spec expects, when it names one), a
 from one family; with Debian's own packages those fields are unused."""
 from __future__ import annotations
 
-from provision import openpgp
 from provision.spec.findings import Finding
 from provision.spec.model import ClusterSpec, Slurm
+from provision.spec.signing_keys import key_findings
 
 _PATH = "software.slurm"
 _DEBIAN_DAEMONS = ("slurm-client", "slurmctld", "slurmd", "slurmdbd")
@@ -48,22 +48,8 @@ def _key_findings(slurm: Slurm) -> list[Finding]:
     """The key file holds exactly one usable public key, the one the fingerprint names."""
     if slurm.repository_key is None:
         return []
-    path = slurm.repository_key.expanduser()
-    try:
-        key = openpgp.read_public_key(path)
-    except openpgp.KeyFileError as exc:
-        return [Finding("error", f"{_PATH}.repository_key", exc.message, exc.hint or "")]
-    expected = slurm.repository_key_fingerprint
-    if expected is None:
-        return [Finding("warning", f"{_PATH}.repository_key_fingerprint",
-                        f"is not set, so the key in '{slurm.repository_key}' is trusted as the file holds it",
-                        "check the key with the repository's owner and write repository_key_fingerprint: "
-                        f"{key.fingerprint}; a swapped key file is then refused")]
-    if key.fingerprint != expected:
-        return [Finding("error", f"{_PATH}.repository_key_fingerprint",
-                        f"'{slurm.repository_key}' holds the key {key.fingerprint}, not {expected}",
-                        "give the file of the key with this fingerprint, or correct the fingerprint")]
-    return []
+    return key_findings(f"{_PATH}.repository_key", slurm.repository_key, f"{_PATH}.repository_key_fingerprint",
+                        slurm.repository_key_fingerprint)
 
 
 def _layout_findings(slurm: Slurm) -> list[Finding]:

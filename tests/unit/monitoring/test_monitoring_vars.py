@@ -11,7 +11,7 @@ import yaml
 from provision import inventory
 from provision.cluster import lifecycle
 from provision.monitoring import monitoring_node, prometheus_url
-from provision.spec.loader import load_spec
+from provision.spec.loader import load_spec, validate_file
 
 REPO = Path(__file__).resolve().parents[3]
 SECRET = "https://hooks.example.internal/T0/B0/very-secret"
@@ -77,3 +77,39 @@ def test_switched_off_nothing_runs_and_there_is_no_prometheus_to_ask(tmp_path):
     variables, _, (spec, cluster) = _render(tmp_path, {"enabled": False})
     assert variables["monitoring_enabled"] is False and variables["dcgm_exporter_enabled"] is False
     assert prometheus_url(spec, cluster) is None
+
+
+KEYS = REPO / "tests/fixtures/slurm_repository"
+KEY_FINGERPRINT = "53EF24C03C61808FECDFCA64274B4CB61408D2C1"
+
+
+def test_grafana_is_off_unless_the_spec_asks(tmp_path):
+    variables, _, _ = _render(tmp_path, {})
+    assert variables["monitoring_grafana_enabled"] is False
+    assert not any(name.startswith("monitoring_grafana_") and name != "monitoring_grafana_enabled"
+                   for name in variables)
+
+
+def test_grafana_gets_its_repository_its_checked_key_armored_and_its_port(tmp_path):
+    variables, _, _ = _render(tmp_path, {"grafana": {"key": str(KEYS / "site-key.gpg"),
+                                                     "key_fingerprint": KEY_FINGERPRINT.lower(), "port": 3300}})
+    assert {name: value for name, value in variables.items()
+            if name.startswith("monitoring_grafana_") and name != "monitoring_grafana_key"} == {
+        "monitoring_grafana_enabled": True, "monitoring_grafana_repository_url": "https://apt.grafana.com",
+        "monitoring_grafana_suite": "stable", "monitoring_grafana_components": ["main"],
+        "monitoring_grafana_key_file": str((KEYS / "site-key.gpg").absolute()),
+        "monitoring_grafana_key_fingerprint": KEY_FINGERPRINT, "monitoring_grafana_port": 3300}
+    # a binary key file travels armored: the role writes it as an .asc keyring
+    assert variables["monitoring_grafana_key"].startswith("-----BEGIN PGP PUBLIC KEY BLOCK-----")
+
+
+def test_validate_refuses_grafana_on_the_sandbox_and_says_why_at_its_line(tmp_path):
+    data = yaml.safe_load((REPO / "inventories" / "sandbox.yaml").read_text())
+    data["monitoring"] = {"grafana": {"key": str(KEYS / "site-key.asc"), "key_fingerprint": KEY_FINGERPRINT}}
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data))
+    result = validate_file(path)
+    assert not result.ok
+    [finding] = [f for f in result.findings if f.path == "monitoring.grafana"]
+    assert finding.level == "error" and "Debian has no Grafana package" in finding.message
+    assert "import the dashboards" in finding.fix and finding.line

@@ -35,6 +35,12 @@ PLAYBOOK = """\
       config_files:
         files: "{{{{ lookup('vars', '_monitoring_' ~ item ~ '_files') | under(out ~ '/' ~ inventory_hostname) }}}}"
       loop: "{{{{ _monitoring_wanted_parts }}}}"
+    - name: Render Grafana's repository and provisioning files under out/HOST/grafana/
+      config_files:
+        files: >-
+          {{{{ (_monitoring_grafana_repository_files + _monitoring_grafana_files)
+             | under(out ~ '/' ~ inventory_hostname ~ '/grafana') }}}}
+      when: _monitoring_grafana_wanted | bool
 """
 
 # A filter beside the play: the role's files with their destination's name under a folder here, and without the
@@ -171,3 +177,51 @@ def test_the_collector_runs_with_the_accounting_flag_and_its_timeouts(cluster):
     assert "-m provision.certify.probe.metrics \\\n      slurm --out /var/lib/prometheus/node-exporter --timeout 10 " \
            "--accounting" in script
     assert "sleep 30" in script and "timeout 50 " in script
+
+
+GRAFANA_KEY = REPO / "tests/fixtures/slurm_repository/site-key.asc"
+GRAFANA_FINGERPRINT = "53EF24C03C61808FECDFCA64274B4CB61408D2C1"
+
+
+@pytest.fixture(scope="module")
+def grafana(tmp_path_factory) -> Path:
+    out = _render(tmp_path_factory.mktemp("grafana"), monitoring_grafana_enabled=True, monitoring_grafana_port=3300,
+                  monitoring_grafana_key=GRAFANA_KEY.read_text(), monitoring_grafana_key_fingerprint=GRAFANA_FINGERPRINT)
+    return out
+
+
+def test_grafana_goes_on_the_monitoring_host_only(grafana):
+    assert [host.name for host in grafana.iterdir() if (host / "grafana").is_dir()] == ["mon01"]
+    assert sorted(p.name for p in (grafana / "mon01/grafana").iterdir()) == sorted([
+        "gpu-provision-grafana.asc", "gpu-provision-grafana.sources", "grafana-server",
+        "gpu-provision-prometheus.yaml", "gpu-provision-dashboards.yaml",
+        "cluster-overview.json", "node.json", "gpu.json", "queue.json"])
+
+
+def test_grafanas_source_trusts_only_the_keys_fingerprint_from_its_keyring(grafana):
+    source = (grafana / "mon01/grafana/gpu-provision-grafana.sources").read_text().splitlines()
+    assert source[1:] == ["Types: deb", "URIs: https://apt.grafana.com", "Suites: stable", "Components: main",
+                          "Signed-By: /etc/apt/keyrings/gpu-provision-grafana.asc " + GRAFANA_FINGERPRINT]
+    assert (grafana / "mon01/grafana/gpu-provision-grafana.asc").read_text() == GRAFANA_KEY.read_text()
+
+
+def test_grafana_reads_the_clusters_prometheus_under_the_dashboards_uid(grafana):
+    datasource = yaml.safe_load((grafana / "mon01/grafana/gpu-provision-prometheus.yaml").read_text())
+    assert [(d["uid"], d["type"], d["url"]) for d in datasource["datasources"]] == [
+        ("prometheus", "prometheus", "http://10.9.0.9:9090")]
+
+
+def test_grafanas_provider_reads_the_folder_of_the_shipped_dashboards(grafana):
+    provider = yaml.safe_load((grafana / "mon01/grafana/gpu-provision-dashboards.yaml").read_text())
+    assert [p["options"]["path"] for p in provider["providers"]] == ["/var/lib/gpu-provision/grafana-dashboards"]
+    for name in ("cluster-overview", "node", "gpu", "queue"):
+        shipped = json.loads((ROLE / f"files/dashboards/{name}.json").read_text())
+        assert json.loads((grafana / f"mon01/grafana/{name}.json").read_text()) == shipped
+
+
+def test_grafana_listens_on_the_nodes_address_and_its_port(grafana):
+    settings = (grafana / "mon01/grafana/grafana-server").read_text().splitlines()
+    assert "GF_SERVER_HTTP_ADDR=10.9.0.9" in settings and "GF_SERVER_HTTP_PORT=3300" in settings
+    # the package's unit reads its paths from this file too
+    assert "CONF_FILE=/etc/grafana/grafana.ini" in settings
+    assert "PROVISIONING_CFG_DIR=/etc/grafana/provisioning" in settings

@@ -473,7 +473,7 @@ def test_every_role_reads_its_node_with_node_probe_not_raw():
            "nvidia_driver/install.yml", "nvidia_driver/installed.yml", "nvidia_driver/reboot_now.yml",
            "nvidia_driver/resolve.yml", "nvidia_fabricmanager/fabricmanager.yml"}
     assert gpu <= set(reads)
-    assert sorted(set(reads) - gpu) == ["certify/probe.yml", "common/probe.yml", "monitoring/main.yml",
+    assert sorted(set(reads) - gpu) == ["certify/probe.yml", "common/probe.yml", "monitoring/grafana.yml", "monitoring/main.yml",
                                         "mpi/probe.yml", "munge/probe.yml", "platform/check.yml", "slurm/configure.yml", "slurm/probe.yml",
                                         "slurm/repository/Debian.yml"]
 

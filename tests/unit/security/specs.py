@@ -75,6 +75,11 @@ def bases_for(tmp_path: Path) -> dict[str, dict]:
                                  "interconnect": {"type": "efa", "nics": 32}}],
                 "filesystem": {"type": "lustre", "mount_point": "/fsx", "remote_path": "fsx"}},
     }
+    # Grafana comes from Grafana's repository, which a sandbox node cannot reach: only the other providers take it.
+    grafana = {"repository_url": "https://apt.grafana.example.internal", "suite": "stable", "components": ["main"],
+               "key": str(SLURM_KEY), "key_fingerprint": SLURM_KEY_FINGERPRINT, "port": 3000}
+    for name in ("static", "aws"):
+        bases[name]["monitoring"] = {**common["monitoring"], "grafana": grafana}
     for variant, ami in (("aws-image-id", {"id": "ami-0123456789abcdef0"}),
                          ("aws-ssm", {"ssm_parameter": "/aws/service/canonical/ubuntu/server/24.04/stable/current/"
                                                        "amd64/hvm/ebs-gp3/ami-id"})):

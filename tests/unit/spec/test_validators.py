@@ -28,6 +28,9 @@ SITE_REPO = {"source": "repository", "repository_url": "https://slurm.example.in
              "repository_key": str(SITE_KEY), "repository_key_fingerprint": SITE_FPR, "version": "24.11.5-1site"}
 
 
+GRAFANA = {"key": str(SITE_KEY), "key_fingerprint": SITE_FPR}
+
+
 def _slurm(**fields):
     """A change that gives software.slurm the site repository above, with some fields replaced (None: dropped)."""
     return _set("software.slurm", {k: v for k, v in {**SITE_REPO, **fields}.items() if v is not None})
@@ -376,6 +379,30 @@ CASES = [
      _set("monitoring", {"receivers": [{"name": "ops", "url_file": "/nonexistent/hook"}]}),
      "error: monitoring.receivers[0].url_file: /nonexistent/hook: no such file; give the path of a file holding the "
      "receiver's URL"),
+    ("Grafana with monitoring off",
+     _set("monitoring", {"enabled": False, "grafana": GRAFANA}),
+     "error: monitoring.grafana: is set while monitoring.enabled is false (Grafana reads the cluster's Prometheus); "
+     "set monitoring.enabled: true, or remove monitoring.grafana"),
+    ("Grafana on the sandbox",
+     lambda d: (d.update(provider={"type": "sandbox"}, node_groups=[
+         {"name": "ctl", "roles": ["controller"], "count": 1}], filesystem={"type": "none"}),
+         _set("monitoring", {"grafana": GRAFANA})(d)),
+     "error: monitoring.grafana: cannot be installed on the sandbox provider: Debian has no Grafana package, and its "
+     "nodes reach only the Debian mirror, not Grafana's repository; remove monitoring.grafana, and import the "
+     "dashboards (playbooks/roles/monitoring/files/dashboards) into your own Grafana"),
+    ("Grafana on Prometheus's port",
+     _set("monitoring", {"grafana": {**GRAFANA, "port": 9090}}),
+     "error: monitoring: port 9090 is given to prometheus_port and grafana.port; give each service its own port"),
+    ("Grafana's key file is not the fingerprint's key",
+     _set("monitoring", {"grafana": {**GRAFANA, "key": str(KEYS / "other-key-rsa.asc")}}),
+     f"error: monitoring.grafana.key_fingerprint: '{KEYS / 'other-key-rsa.asc'}' holds the key "
+     f"1D116EA2A3E2C02406F912CBB4D940D27E229B89, not {SITE_FPR}; give the file of the key with this fingerprint, "
+     "or correct the fingerprint"),
+    ("Grafana's key file is not an OpenPGP key",
+     _set("monitoring", {"grafana": {**GRAFANA, "key": str(KEYS / "README.md")}}),
+     f"error: monitoring.grafana.key: '{KEYS / 'README.md'}' is not an OpenPGP key gpg can read (gpg: no valid "
+     "OpenPGP data found.); give an OpenPGP public key file, armored or binary, as `gpg --export [--armor] KEYID` "
+     "writes it"),
     ("two monitoring nodes",
      lambda d: d["node_groups"].append({"name": "mon", "roles": ["monitoring"], "count": 2}),
      "error: node_groups: 2 nodes have the monitoring role; Prometheus and Alertmanager run on one; give the "
