@@ -59,7 +59,9 @@ def render(spec: ClusterSpec, cluster: ClusterInfo) -> dict[str, str]:
         "db_password_file": str(state.secrets.db_password),
         "people": people_vars(spec, cluster),
         "active": active_vars(spec, cluster),
-        "monitoring": monitoring_vars(spec, cluster),
+        "monitoring": {**monitoring_vars(spec, cluster),
+                       **({"monitoring_grafana_admin_password_file": str(state.secrets.grafana_password)}
+                          if spec.monitoring.grafana else {})},
     }
     cluster_vars = env.get_template("inventory/cluster.yml.j2").render(**context)
     return {"hosts.yml": render_hosts(cluster), "group_vars/all/cluster.yml": cluster_vars}

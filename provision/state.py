@@ -40,6 +40,7 @@ class SecretPaths:
     directory: Path
     munge_key: Path  # the munge role copies it to every node
     db_password: Path  # slurmdbd's accounting database password
+    grafana_password: Path  # the password of Grafana's admin (monitoring.grafana)
 
 
 class ClusterState:
@@ -87,9 +88,10 @@ class ClusterState:
 
     @property
     def secrets(self) -> SecretPaths:
-        """The cluster's secrets: the munge key and the accounting database password."""
+        """The cluster's secrets: the munge key, the accounting database password, Grafana's admin password."""
         folder = self.path / "secrets"
-        return SecretPaths(folder, munge_key=folder / "munge.key", db_password=folder / "slurmdbd.password")
+        return SecretPaths(folder, munge_key=folder / "munge.key", db_password=folder / "slurmdbd.password",
+                           grafana_password=folder / "grafana-admin.password")
 
     def exists(self) -> bool:
         """Whether anything was ever created for this cluster (its directories checked on the way)."""

@@ -1,4 +1,4 @@
-"""Cluster secrets (munge key, accounting database password): made once, kept 0400 in state, never printed;
+"""Cluster secrets (munge key, accounting database password, Grafana's admin password): made once, kept 0400 in state, never printed;
 checked to be this user's own before every deploy uses them.
 
 Where they live is the state's business (ClusterState.secrets.munge_key, .secrets.db_password); this module makes them.
@@ -16,12 +16,13 @@ MUNGE_KEY_BYTES = 1024
 
 
 def ensure_secrets(state: ClusterState) -> None:
-    """Create the munge key and the database password the first time a cluster is deployed; check them on every
+    """Create the munge key and the passwords (database, Grafana's admin) the first time a cluster is deployed; check them on every
     later deploy, which reads them. Each one there is checked before any is made: one found with another owner, as
     a link or open to others is refused (provision.owned), never used or replaced."""
     state.ensure("secrets")
     made = {state.secrets.munge_key: lambda: secrets.token_bytes(MUNGE_KEY_BYTES),
-            state.secrets.db_password: lambda: secrets.token_urlsafe(24).encode()}
+            state.secrets.db_password: lambda: secrets.token_urlsafe(24).encode(),
+            state.secrets.grafana_password: lambda: secrets.token_urlsafe(24).encode()}
     for path in [path for path in made if not owned_file(path)]:
         _create(path, made[path]())
 

@@ -48,10 +48,12 @@ def secret_forms(state: ClusterState) -> dict[str, bytes]:
     base64 body joined, and each line of the body past the first two (those are the same in every OpenSSH key)."""
     munge = state.secrets.munge_key.read_bytes()
     password = state.secrets.db_password.read_bytes().strip()
+    grafana = state.secrets.grafana_password.read_bytes().strip()
     private = state.ssh_key_path.read_bytes()
     body = [line for line in private.splitlines() if line and not line.startswith(b"-----")]
     forms = {"munge key": munge, "munge key (base64)": base64.b64encode(munge), "munge key (hex)": munge.hex().encode(),
              "database password": password, "database password (base64)": base64.b64encode(password),
+             "Grafana's admin password": grafana,
              "private key": private, "private key (body)": b"".join(body)}
     forms.update({f"private key (line {n})": line for n, line in enumerate(body[2:], 3) if len(line) >= 20})
     return forms

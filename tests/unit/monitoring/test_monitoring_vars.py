@@ -98,7 +98,10 @@ def test_grafana_gets_its_repository_its_checked_key_armored_and_its_port(tmp_pa
         "monitoring_grafana_enabled": True, "monitoring_grafana_repository_url": "https://apt.grafana.com",
         "monitoring_grafana_suite": "stable", "monitoring_grafana_components": ["main"],
         "monitoring_grafana_key_file": str((KEYS / "site-key.gpg").absolute()),
-        "monitoring_grafana_key_fingerprint": KEY_FINGERPRINT, "monitoring_grafana_port": 3300}
+        "monitoring_grafana_key_fingerprint": KEY_FINGERPRINT, "monitoring_grafana_port": 3300,
+        # the cluster's own admin password: a path in its state, never the password
+        "monitoring_grafana_admin_password_file": str(tmp_path / "state/clusters/onprem-example/secrets/"
+                                                      "grafana-admin.password")}
     # a binary key file travels armored: the role writes it as an .asc keyring
     assert variables["monitoring_grafana_key"].startswith("-----BEGIN PGP PUBLIC KEY BLOCK-----")
 

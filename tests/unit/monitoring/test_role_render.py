@@ -41,6 +41,16 @@ PLAYBOOK = """\
           {{{{ (_monitoring_grafana_repository_files + _monitoring_grafana_files)
              | under(out ~ '/' ~ inventory_hostname ~ '/grafana') }}}}
       when: _monitoring_grafana_wanted | bool
+    - name: Write Grafana's admin password with the role's own tasks, under out/HOST/grafana/
+      ansible.builtin.import_tasks: {grafana_password}
+      when: _monitoring_grafana_wanted | bool
+      vars:
+        _monitoring_grafana_password_path: "{{{{ out }}}}/{{{{ inventory_hostname }}}}/grafana/admin.password"
+        _monitoring_grafana_group: root
+  handlers:
+    - name: Restart Grafana
+      ansible.builtin.debug:
+        msg: Grafana would restart
 """
 
 # A filter beside the play: the role's files with their destination's name under a folder here, and without the
@@ -89,13 +99,14 @@ def _render(tmp: Path, **settings) -> Path:
         (tmp / folder).symlink_to(ROLE / folder)
     (tmp / "filter_plugins").mkdir()
     (tmp / "filter_plugins/under.py").write_text(UNDER)
-    (tmp / "play.yml").write_text(PLAYBOOK.format(role_vars=ROLE / "vars/main.yml", validate=ROLE / "tasks/validate.yml"))
+    (tmp / "play.yml").write_text(PLAYBOOK.format(grafana_password=ROLE / "tasks/grafana_password.yml", role_vars=ROLE / "vars/main.yml", validate=ROLE / "tasks/validate.yml"))
     env = {**os.environ, "ANSIBLE_NOCOLOR": "1",
            "ANSIBLE_ACTION_PLUGINS": str(REPO / "playbooks/roles/platform/action_plugins")}
     result = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(tmp / "hosts.yml"), str(tmp / "play.yml")],
                             capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stdout[-4000:]
     assert SECRET_URL not in result.stdout + result.stderr  # never logged
+    assert GRAFANA_PASSWORD not in result.stdout + result.stderr
     return out
 
 
@@ -181,19 +192,23 @@ def test_the_collector_runs_with_the_accounting_flag_and_its_timeouts(cluster):
 
 GRAFANA_KEY = REPO / "tests/fixtures/slurm_repository/site-key.asc"
 GRAFANA_FINGERPRINT = "53EF24C03C61808FECDFCA64274B4CB61408D2C1"
+GRAFANA_PASSWORD = "gp-grafana-9f8e7d6c5b4a"
 
 
 @pytest.fixture(scope="module")
 def grafana(tmp_path_factory) -> Path:
-    out = _render(tmp_path_factory.mktemp("grafana"), monitoring_grafana_enabled=True, monitoring_grafana_port=3300,
-                  monitoring_grafana_key=GRAFANA_KEY.read_text(), monitoring_grafana_key_fingerprint=GRAFANA_FINGERPRINT)
-    return out
+    tmp = tmp_path_factory.mktemp("grafana")
+    password = tmp / "grafana-admin.password"
+    password.write_text(GRAFANA_PASSWORD)
+    return _render(tmp, monitoring_grafana_enabled=True, monitoring_grafana_port=3300,
+                   monitoring_grafana_key=GRAFANA_KEY.read_text(), monitoring_grafana_key_fingerprint=GRAFANA_FINGERPRINT,
+                   monitoring_grafana_admin_password_file=str(password))
 
 
 def test_grafana_goes_on_the_monitoring_host_only(grafana):
     assert [host.name for host in grafana.iterdir() if (host / "grafana").is_dir()] == ["mon01"]
     assert sorted(p.name for p in (grafana / "mon01/grafana").iterdir()) == sorted([
-        "gpu-provision-grafana.asc", "gpu-provision-grafana.sources", "grafana-server",
+        "gpu-provision-grafana.asc", "gpu-provision-grafana.sources", "grafana-server", "admin.password",
         "gpu-provision-prometheus.yaml", "gpu-provision-dashboards.yaml",
         "cluster-overview.json", "node.json", "gpu.json", "queue.json"])
 
@@ -225,3 +240,11 @@ def test_grafana_listens_on_the_nodes_address_and_its_port(grafana):
     # the package's unit reads its paths from this file too
     assert "CONF_FILE=/etc/grafana/grafana.ini" in settings
     assert "PROVISIONING_CFG_DIR=/etc/grafana/provisioning" in settings
+
+
+def test_grafanas_admin_password_is_the_clusters_own_read_from_a_file_only_grafana_reads(grafana):
+    settings = (grafana / "mon01/grafana/grafana-server").read_text().splitlines()
+    assert "GF_SECURITY_ADMIN_PASSWORD__FILE=/etc/grafana/gpu-provision-admin.password" in settings
+    written = grafana / "mon01/grafana/admin.password"
+    assert written.read_text() == GRAFANA_PASSWORD and written.stat().st_mode & 0o777 == 0o640
+    assert GRAFANA_PASSWORD not in "".join(p.read_text() for p in grafana.rglob("*") if p.is_file() and p != written)
