@@ -39,10 +39,8 @@ def test_prometheus_scrapes_every_nodes_exporter_and_holds_slurm_series_for_ever
              lambda: _nodes(query(info, "slurm_node_state == 1")) >= set(slurm_cluster.compute), 120)
     # the controller and the login node are no Slurm nodes
     assert _nodes(query(info, "slurm_node_state == 1")) == set(slurm_cluster.compute)
-    sinfo = slurm_cluster.ssh(slurm_cluster.controller, "sinfo -N -h -o '%N %T'").stdout.split("\n")
-    states = dict(line.split() for line in sinfo if line.strip())
-    for sample in query(info, "slurm_node_state == 1"):
-        assert sample["metric"]["state"] in states[sample["metric"]["node"]], (sample, states)
+    # each node's state is sinfo's, once the collector (every 30 s) has seen the last job of an earlier test end
+    wait_for("Slurm's states as sinfo shows them", lambda: _states_agree(slurm_cluster), 120)
     cpus = {s["metric"]["node"]: float(s["value"][1]) for s in query(info, 'slurm_node_cpus{status="total"}')}
     assert set(cpus) == set(slurm_cluster.compute) and all(value >= 1 for value in cpus.values()), cpus
     assert [float(s["value"][1]) for s in query(info, "slurm_controller_up")] == [1.0]
@@ -69,6 +67,14 @@ def test_promtool_accepts_the_configuration_and_rules_on_the_node(slurm_cluster)
     rules = api(slurm_cluster.info, "rules")["groups"]
     assert sum(len(group["rules"]) for group in rules) >= 10
     assert all(rule["health"] == "ok" for group in rules for rule in group["rules"]), rules
+
+
+def _states_agree(slurm_cluster) -> bool:
+    """Whether each compute node's slurm_node_state is the state sinfo shows now (idle, allocated, drained...)."""
+    sinfo = slurm_cluster.ssh(slurm_cluster.controller, "sinfo -N -h -o '%N %T'").stdout.splitlines()
+    states = dict(line.split() for line in sinfo if line.strip())
+    held = {s["metric"]["node"]: s["metric"]["state"] for s in query(slurm_cluster.info, "slurm_node_state == 1")}
+    return set(held) == set(states) and all(held[node] in states[node] for node in states)
 
 
 def _nodes(samples: list[dict]) -> set[str]:
