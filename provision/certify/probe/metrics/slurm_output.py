@@ -123,17 +123,23 @@ def node_row(line: str) -> NodeRow | None:
 
 def nodes(text: str) -> tuple[list[NodeRow], list[str]]:
     """Every node once (sinfo -N prints a node once per partition), and a note per line that did not read."""
-    rows: dict[str, NodeRow] = {}
-    notes = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        row = node_row(line)
+    rows, notes = _read_lines("sinfo", text, node_row)
+    once: dict[str, NodeRow] = {}
+    for row in rows:
+        once.setdefault(row.name, row)
+    return list(once.values()), notes
+
+
+def _read_lines(command: str, text: str, read):
+    """The rows of a command's non-empty lines, and a note per line `read` could not read (None)."""
+    rows, notes = [], []
+    for line in filter(str.strip, text.splitlines()):
+        row = read(line)
         if row is None:
-            notes.append(f"sinfo: skipped a line that does not read: {line[:120]!r}")
+            notes.append(f"{command}: skipped a line that does not read: {line[:120]!r}")
         else:
-            rows.setdefault(row.name, row)
-    return list(rows.values()), notes
+            rows.append(row)
+    return rows, notes
 
 
 SQUEUE_FIELDS = ("%T", "%P", "%u", "%a", "%r")
@@ -150,16 +156,7 @@ def job_row(line: str) -> JobRow | None:
 
 def jobs(text: str) -> tuple[list[JobRow], list[str]]:
     """Every job line, and a note per line that did not read."""
-    rows, notes = [], []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        row = job_row(line)
-        if row is None:
-            notes.append(f"squeue: skipped a line that does not read: {line[:120]!r}")
-        else:
-            rows.append(row)
-    return rows, notes
+    return _read_lines("squeue", text, job_row)
 
 
 _FIGURE = re.compile(r"^\s*([^:]+?):\s+(\d+)\s*$")
