@@ -92,8 +92,10 @@ SLURM = {"node": [*SLURM_COMMON, *ADOPT, *_packages("slurmd", status="hi "), *_s
                  *_file("/run/mysqld/mysqld.sock", "c1ff", "mysql", "mysql"), *_service("slurmctld"),
                  *_service("mariadb"), *_service("slurmdbd"), *_process("slurmctld", 4141, WRITTEN + 60),
                  "tcp\t0.0.0.0:6817", "tcp\t*:6819", "end"]}
-MPI_BLOCK = ("# BEGIN gpu-provision mpi\nbtl_tcp_disable_family = 6\npmix_base_async_modex = 1\n"
-             "pmix_base_collect_data = 0\n# END gpu-provision mpi\n")
+# the inventory here is a sandbox's: its ranks yield (mpi_yield_when_idle), every node sharing the host's cores
+MPI_BLOCK = ("# BEGIN gpu-provision mpi\nbtl_tcp_disable_family = 6\nmpi_yield_when_idle = 1\n"
+             "pmix_base_async_modex = 1\npmix_base_collect_data = 0\n# END gpu-provision mpi\n")
+MPI_SPINNING = MPI_BLOCK.replace("mpi_yield_when_idle = 1\n", "")  # the block before the sandbox's ranks yielded
 MPI = [*_packages("openmpi-bin", "libopenmpi-dev", "gcc", "libc6-dev"), "check\twrapper\t0",
        f"block\tmca\t{_text(MPI_BLOCK)}", "end"]
 CERTIFY = [*_packages("iperf3"), f"python\tnvidia_ml_py\t0\t{_text('1.0')}",
@@ -261,6 +263,9 @@ CASES = [
     ("mpi block in place", "node", "mpi", MPI, ("_mpi_mca_differs", False)),
     ("mpi block edited", "node", "mpi",
      _with(MPI, f"block\tmca\t{_text(MPI_BLOCK)}", f"block\tmca\t{_text(MPI_BLOCK.replace('6', '4'))}"),
+     ("_mpi_mca_differs", True)),
+    ("mpi block of a node that spins", "node", "mpi",
+     _with(MPI, f"block\tmca\t{_text(MPI_BLOCK)}", f"block\tmca\t{_text(MPI_SPINNING)}"),
      ("_mpi_mca_differs", True)),
     ("mpi block absent", "node", "mpi", _without(MPI, f"block\tmca\t{_text(MPI_BLOCK)}"), ("_mpi_mca_differs", True)),
     ("certify converged", "node", "certify", CERTIFY, []),
