@@ -4,6 +4,7 @@ reading would skip the volume's start or probe a peer twice, so they are pinned 
 glusterfs 11.1 (tests/fixtures/gluster/), and anything else fails instead of reading as "absent"."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -49,7 +50,14 @@ def test_a_node_alone_knows_only_itself():
 def test_the_volume_reads_as_started_replicated_with_its_bricks():
     assert gluster.gluster_volume(answer("volume-info-started.xml"), "shared") == {
         "name": "shared", "status": "Started", "started": True, "type": "Replicate", "replica": 2,
-        "bricks": ["store01:/data/glusterfs/shared/brick", "store02:/data/glusterfs/shared/brick"]}
+        "bricks": ["store01:/data/glusterfs/shared/brick", "store02:/data/glusterfs/shared/brick"],
+        "options": {"cluster.granular-entry-heal": "on", "storage.fips-mode-rchecksum": "on",
+                    "transport.address-family": "inet", "nfs.disable": "on", "performance.client-io-threads": "off"}}
+
+
+def test_the_volume_reads_the_options_set_on_it():
+    options = gluster.gluster_volume(answer("volume-info-quorum.edited.xml"), "shared")["options"]
+    assert options["cluster.quorum-type"] == "auto" and len(options) == 6
 
 
 def test_a_created_volume_is_not_started():
@@ -131,3 +139,93 @@ def test_the_first_node_is_settled_only_when_nothing_could_change(reads, peers, 
 def test_a_probe_answer_that_is_not_the_clis_xml_fails_rather_than_reading_as_settled():
     with pytest.raises(AnsibleFilterError, match="pool list"):
         gluster.gluster_settled({**SETTLED, "pool": "glusterd is not running"}, "shared", [], 1)
+
+
+QUORUM = {"cluster.quorum-type": "auto"}
+
+
+@pytest.mark.parametrize("volume, options, settled", [
+    ("volume-info-quorum.edited.xml", QUORUM, True),  # quorum set: nothing to do
+    ("volume-info-quorum.edited.xml", {**QUORUM, "nfs.disable": "on"}, True),
+    ("volume-info-quorum.edited.xml", {}, True),  # a distributed volume wants none
+    ("volume-info-started.xml", QUORUM, False),  # gluster's default (none) is not listed: set it
+    ("volume-info-quorum.edited.xml", {"cluster.quorum-type": "fixed"}, False),  # another value
+    ("volume-info-started.xml", {"performance.client-io-threads": "on"}, False),
+])
+def test_the_first_node_is_settled_only_when_every_wanted_option_has_its_value(volume, options, settled):
+    reads = {**SETTLED, "volume": answer(volume)}
+    assert gluster.gluster_settled(reads, "shared", ["store02"], 2, options) is settled
+
+
+def test_option_values_are_compared_as_strings():
+    reads = {**SETTLED, "volume": answer("volume-info-started.xml")}
+    assert gluster.gluster_settled(reads, "shared", [], 1, {"nfs.disable": "on"}) is True
+    assert gluster.gluster_settled(reads, "shared", [], 1, {"nfs.disable": True}) is False  # YAML's on is not "on"
+
+
+def test_only_the_options_that_differ_are_set_and_all_of_them_on_a_new_volume():
+    volume = gluster.gluster_volume(answer("volume-info-started.xml"), "shared")
+    wanted = {"nfs.disable": "on", "cluster.quorum-type": "auto", "performance.client-io-threads": "on"}
+    assert gluster.gluster_options_to_set(volume, wanted) == [
+        {"name": "cluster.quorum-type", "value": "auto"}, {"name": "performance.client-io-threads", "value": "on"}]
+    assert gluster.gluster_options_to_set(None, QUORUM) == [{"name": "cluster.quorum-type", "value": "auto"}]
+    assert gluster.gluster_options_to_set(volume, {}) == []
+
+
+def test_a_hostile_option_value_stays_data():
+    """A value read from the volume, or wanted, is a string compared and handed on whole (one argv element): never
+    parsed, split or quoted for a shell."""
+    hostile = "auto; rm -rf / #$(reboot)`id`"
+    text = answer("volume-info-quorum.edited.xml").replace("<value>auto</value>", f"<value>{hostile}</value>")
+    volume = gluster.gluster_volume(text, "shared")
+    assert volume["options"]["cluster.quorum-type"] == hostile
+    assert gluster.gluster_options_to_set(volume, QUORUM) == [{"name": "cluster.quorum-type", "value": "auto"}]
+    assert gluster.gluster_options_to_set(volume, {"cluster.quorum-type": hostile}) == []
+    assert gluster.gluster_options_to_set(None, {"cluster.quorum-type": hostile}) == [
+        {"name": "cluster.quorum-type", "value": hostile}]
+
+
+def _play(tmp_path, tasks: str, extra_vars: str) -> subprocess.CompletedProcess:
+    """A play on localhost with the role's defaults, vars and filters (Ansible itself templating them), and
+    `extra_vars` (YAML) given as the inventory would."""
+    given = tmp_path / "given.yml"
+    given.write_text(extra_vars)
+    play = tmp_path / "play.yml"
+    play.write_text(f"""
+- hosts: localhost
+  gather_facts: false
+  vars_files: [{ROLE}/defaults/main.yml, {ROLE}/vars/main.yml]
+  vars:
+    _glusterfs_server_volume_info: {{stdout: "{{{{ lookup('file', '{ANSWERS}/volume-info-started.xml') }}}}"}}
+  tasks:
+{tasks}
+""")
+    env = {"ANSIBLE_FILTER_PLUGINS": str(ROLE / "filter_plugins"), "ANSIBLE_LOCALHOST_WARNING": "false",
+           "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false", "PATH": "/usr/bin:/bin"}
+    return subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                           "-e", f"@{given}", str(play)], capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("replica, options", [(2, {"cluster.quorum-type": "auto"}), (3, {"cluster.quorum-type": "auto"}),
+                                              (0, {}), (1, {})])
+def test_a_replicated_volume_gets_client_quorum_by_default_and_the_recorded_volume_lacks_it(tmp_path, replica, options):
+    """The default is the role's interface: replica 2 and up want cluster.quorum-type auto, which the recorded volume
+    (gluster's defaults) does not list, so the task sets it; a distributed volume wants nothing."""
+    wanted = [{"name": k, "value": v} for k, v in options.items()]
+    done = _play(tmp_path, """
+    - ansible.builtin.assert:
+        that:
+          - glusterfs_server_volume_options == _want_options
+          - _glusterfs_server_bad_option_names == []
+          - (_glusterfs_server_volume_found | gluster_options_to_set(glusterfs_server_volume_options)) == _want_set
+""", f"filesystem_replica: {replica}\n_want_options: {json.dumps(options)}\n_want_set: {json.dumps(wanted)}")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_an_option_name_that_is_not_one_is_named(tmp_path):
+    done = _play(tmp_path, """
+    - ansible.builtin.assert:
+        that: _glusterfs_server_bad_option_names == ['quorum', 'a.b c', 'x;y.z']
+""", """glusterfs_server_volume_options: {cluster.quorum-type: auto, quorum: auto, "a.b c": "1", "x;y.z": "1",
+                                  performance.cache-size: 64MB}""")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

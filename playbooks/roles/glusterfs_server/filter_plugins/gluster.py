@@ -2,12 +2,18 @@
 never from matching the CLI's text. Tested against answers recorded from glusterfs 11.1 (tests/fixtures/gluster/).
 
     gluster_peers(xml)          the trusted pool as this node sees it: [{hostname, hostnames, uuid, connected}]
-    gluster_volume(xml, name)   the named volume ({name, started, status, type, replica, bricks}), or None when the
-                                CLI says it does not exist
-    gluster_settled(reads, name, peers, connected)
+    gluster_volume(xml, name)   the named volume ({name, started, status, type, replica, bricks, options}, options
+                                the volume's reconfigured options {name: value}), or None when the CLI says it does
+                                not exist
+    gluster_settled(reads, name, peers, connected, options)
                                 whether the probe's reads ({pool: XML, volume: XML}, null where glusterd did not
                                 answer) show nothing to do: those peers in the pool, at least `connected` peers
-                                connected (this node counts), the volume there and started
+                                connected (this node counts), the volume there and started, and every wanted option
+                                ({name: value}) set to its value (compared as strings; one the volume does not list
+                                differs)
+    gluster_options_to_set(volume, options)
+                                the wanted options whose value differs from the volume's (gluster_volume's answer,
+                                None before the volume exists): [{name, value}], for `gluster volume set` one by one
 A text that is not the CLI's XML answer, or an answer reporting another error, fails the task with what it said.
 """
 from __future__ import annotations
@@ -63,12 +69,28 @@ def gluster_volume(text: str, name: str) -> dict | None:
     return {"name": name, "status": volume.findtext("statusStr", ""),
             "started": volume.findtext("status", "0").strip() == "1",
             "type": volume.findtext("typeStr", ""), "replica": int(volume.findtext("replicaCount", "1") or 1),
-            "bricks": [brick.findtext("name", "") for brick in volume.findall("bricks/brick")]}
+            "bricks": [brick.findtext("name", "") for brick in volume.findall("bricks/brick")],
+            "options": _options(volume)}
 
 
-def gluster_settled(reads: dict | None, name: str, peers: list, connected: int) -> bool:
+def _options(volume: ElementTree.Element) -> dict[str, str]:
+    """The options set on a <volume> ({name: value}, as gluster wrote them); gluster lists only those reconfigured."""
+    return {option.findtext("name", ""): option.findtext("value", "") for option in volume.findall("options/option")
+            if option.findtext("name")}
+
+
+def gluster_options_to_set(volume: dict | None, options: dict | None) -> list[dict]:
+    """The wanted options ([{name, value}], strings) whose value is not the volume's, in the order given: an option
+    the volume does not list differs, and all of them do when there is no volume yet (None)."""
+    have = (volume or {}).get("options") or {}
+    return [{"name": str(name), "value": str(value)} for name, value in (options or {}).items()
+            if have.get(str(name)) != str(value)]
+
+
+def gluster_settled(reads: dict | None, name: str, peers: list, connected: int, options: dict | None = None) -> bool:
     """Whether the first storage node has nothing to form: every peer named is in the pool, at least `connected` of
-    the pool's entries are connected, and the volume exists and is started. False when either read is missing."""
+    the pool's entries are connected, the volume exists and is started, and each of the wanted `options` has its
+    value on it. False when either read is missing."""
     pool, info = (reads or {}).get("pool"), (reads or {}).get("volume")
     if pool is None or info is None:
         return False
@@ -76,11 +98,12 @@ def gluster_settled(reads: dict | None, name: str, peers: list, connected: int) 
     known = {hostname for peer in found for hostname in peer["hostnames"]}
     volume = gluster_volume(info, name)
     return (set(peers) <= known and sum(peer["connected"] for peer in found) >= int(connected)
-            and volume is not None and volume["started"])
+            and volume is not None and volume["started"] and not gluster_options_to_set(volume, options))
 
 
 class FilterModule:
     """The role's filters."""
 
     def filters(self):
-        return {"gluster_peers": gluster_peers, "gluster_volume": gluster_volume, "gluster_settled": gluster_settled}
+        return {"gluster_peers": gluster_peers, "gluster_volume": gluster_volume, "gluster_settled": gluster_settled,
+                "gluster_options_to_set": gluster_options_to_set}
