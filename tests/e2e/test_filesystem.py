@@ -35,10 +35,15 @@ def test_replicated_volume_serves_reads_with_one_brick_node_stopped(slurm_cluste
     reader, victim = slurm_cluster.compute[0], "store02"
     slurm_cluster.ssh(reader, f"mkdir -p {MOUNT}/e2e && head -c 1M /dev/urandom > {MOUNT}/e2e/ha.bin && "
                               f"cd {MOUNT}/e2e && sha256sum ha.bin > ha.sha")
+    # client quorum: with one brick of the pair gone the volume takes writes only while the first brick is there
+    quorum = slurm_cluster.ssh("store01", "gluster --mode=script volume get shared cluster.quorum-type").stdout
+    assert ["cluster.quorum-type", "auto"] in [line.split()[:2] for line in quorum.splitlines()], quorum
     state_root, name = faults_target(slurm_cluster)
     faults.stop_node(state_root, name, victim)
     try:
         slurm_cluster.ssh(reader, f"cd {MOUNT}/e2e && sha256sum -c --quiet ha.sha", timeout=120)
+        slurm_cluster.ssh(reader, f"cd {MOUNT}/e2e && head -c 1M /dev/urandom > down.bin && sha256sum down.bin > "
+                                  "down.sha", timeout=120)  # the first brick is there: writes go on
     finally:
         faults.start_node(state_root, name, victim)
     # After the restart the mount comes back by itself (fstab, network mounts at boot), before any deploy.
@@ -52,6 +57,13 @@ def test_replicated_volume_serves_reads_with_one_brick_node_stopped(slurm_cluste
     assert slurm_cluster.ssh(victim, f"cd {MOUNT}/e2e && sha256sum -c --quiet ha.sha", check=False).returncode == 0
     rc, result = slurm_cluster.deploy("--limit", victim)
     assert rc == 0, result
+    # the node that came back healed from the other brick, and no entry is in split-brain (a boot that wrote to its
+    # own brick alone split the volume's brain before client quorum)
+    assert slurm_cluster.ssh(victim, f"cd {MOUNT}/e2e && sha256sum -c --quiet down.sha ha.sha",
+                             check=False).returncode == 0
+    split = slurm_cluster.ssh("store01", "gluster --mode=script volume heal shared info split-brain").stdout
+    counts = [line.rsplit(":", 1)[1].strip() for line in split.splitlines() if line.startswith("Number of entries")]
+    assert counts and set(counts) == {"0"}, split
 
 
 @pytest.mark.parametrize("extra", [
