@@ -78,7 +78,8 @@ def deploy(spec: ClusterSpec, cluster: ClusterInfo, options: DeployOptions = Dep
     state = ClusterState.for_spec(spec)
     with cluster_lock(state, "deploy --check" if options.check else "deploy"):
         result = _deploy(spec, cluster, state, options, on_update)
-    note = publish_metrics(spec, cluster, result)  # a file not written is a note: the result stays
+        # under the lock: the nodes' results in the state are read, merged and written back by one run at a time
+        note = publish_metrics(spec, cluster, state, result)  # a file not written is a note: the result stays
     if note:
         result.notes.append(note)
     return result

@@ -125,7 +125,7 @@ def certify(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions = C
         run = CertifyRun(report, write_to_state(report, ClusterState.for_spec(spec)))
         if options.drain_failed:
             run.drained, run.drain_errors = drain(cluster, report, progress)
-    note = publish_metrics(spec, cluster, report)  # a file not written is a note: the verdict stays
+    note = publish_metrics(spec, cluster, ClusterState.for_spec(spec), report)  # a note at worst: the verdict stays
     if note:
         run.notes.append(note)
     return run

@@ -194,7 +194,7 @@ def install_fleet(fleet: type[FakeSandbox], tmp_path, monkeypatch) -> type[FakeS
     monkeypatch.setattr(runner, "Fleet", fleet)
     monkeypatch.setattr(drainer, "Fleet", fleet)
     monkeypatch.setattr(runner, "write_to_state", lambda report, state: None)
-    monkeypatch.setattr(runner, "publish_metrics", lambda spec, cluster, report: None)  # no monitoring node here
+    monkeypatch.setattr(runner, "publish_metrics", lambda spec, cluster, state, report: None)  # no monitoring node here
     return fleet
 
 

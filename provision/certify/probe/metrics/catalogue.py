@@ -72,9 +72,10 @@ HEALTH = (
 )
 
 CERTIFY = (
-    # certify's last run, written to the monitoring node by the control side; `node` is the node judged
-    _m("gpu_provision_certify_ok", (), "1 when the last certify passed the cluster"),
-    _m("gpu_provision_certify_last_run_timestamp_seconds", (), "when the last certify ended"),
+    # certify's last run, written to the monitoring node by the control side; `node` is the node judged. The cluster's
+    # series are the last whole run's, a node's the last run's that judged it (a partial run judges some nodes only)
+    _m("gpu_provision_certify_ok", (), "1 when the last whole certify passed the cluster"),
+    _m("gpu_provision_certify_last_run_timestamp_seconds", (), "when the last whole certify ended"),
     _m("gpu_provision_certify_node_ok", ("node",), "1 when the last certify passed every check of the node"),
     _m("gpu_provision_certify_check_ok", ("node", "check"), "1 pass, 0 fail, per node and check of the last certify"),
     _m("gpu_provision_certify_figure", ("node", "check", "unit"), "the figure a check of the last certify measured"),
@@ -83,7 +84,10 @@ CERTIFY = (
 DEPLOY = (
     _m("gpu_provision_deploy_ok", (), "1 when the last deploy ended without a failed or unreachable node"),
     _m("gpu_provision_deploy_last_run_timestamp_seconds", (), "when the last deploy ended"),
-    _m("gpu_provision_deploy_node_ok", ("node",), "1 when the last deploy converged the node"),
+    # per node: the last deploy that ran on the node (a --limit run leaves the others' as they were)
+    _m("gpu_provision_deploy_node_ok", ("node",), "1 when the last deploy that ran on the node converged it"),
+    _m("gpu_provision_deploy_node_last_run_timestamp_seconds", ("node",),
+       "when the last deploy that ran on the node ended"),
 )
 
 OURS: dict[str, Metric] = {m.name: m for m in SLURM + HEALTH + CERTIFY + DEPLOY}
