@@ -33,6 +33,8 @@ node_groups:
   - {{name: ctl, roles: [controller], count: 1}}
   - {{name: compute, roles: [compute], count: 6}}
 health: {{interval_s: {interval}{active}}}
+# scraped and evaluated every 5 s: the munge alert goes pending within seconds of the drain (its `for` is 1 minute)
+monitoring: {{scrape_interval_s: 5}}
 """
 ACTIVE = ", active: {interval_s: 10}"  # the active checks' test turns them on (last: they keep every node busy)
 MARK = " (gpu-provision-health)"  # how the program's drain reasons end; they start with "hc:<check>: "
