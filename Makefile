@@ -47,14 +47,6 @@ venv: $(BIN)/.installed  ## create .venv with the package and its test extras, f
 # and the end-to-end tests leave the CPUs mostly idle (they wait on nodes): the two run side by side, the unit log
 # printed after the end-to-end one, and `make test` fails when either does.
 UNIT_LOG := build/test-unit.log
-# The end-to-end tests run as two streams side by side as well: the tests on the shared cluster (conftest's
-# slurm_cluster), and the modules that bring up a sandbox cluster of their own (each its own name and subnet), whose
-# log is printed after. The CPUs stay mostly idle while either waits on its nodes (one stream alone averaged 0.6 of
-# 2 cores). test_health.py (timing bounds of seconds) runs in the second stream after the others; the unit tests run
-# at a lower priority, so they give the CPUs to the end-to-end tests whenever both want them.
-E2E_OWN := tests/e2e/test_sandbox.py tests/e2e/test_packaging.py tests/e2e/test_gres.py tests/e2e/test_debian12.py \
-	tests/e2e/test_gpu_stack.py tests/e2e/test_change.py tests/e2e/test_health.py
-E2E_OWN_LOG := build/test-e2e-own.log
 
 # promtool (Debian's prometheus package) checks and unit-tests the monitoring role's alert rules and configuration;
 # amtool (prometheus-alertmanager) checks Alertmanager's. The packages are unpacked under build/, never installed:
@@ -75,17 +67,13 @@ promtool: $(PROMTOOL)  ## unpack promtool and amtool from Debian's packages into
 test: deps venv $(PROMTOOL)  ## static checks (ruff), then the whole test suite (unit and moto beside sandbox end-to-end)
 	$(BIN)/ruff check --no-cache provision tests bench playbooks
 	@mkdir -p $(dir $(UNIT_LOG))
-	@nice -n 10 $(BIN)/pytest -m "not e2e" -p no:cacheprovider > $(UNIT_LOG) 2>&1 & unit=$$!; \
-	$(BIN)/pytest -m e2e -p no:cacheprovider $(E2E_OWN) > $(E2E_OWN_LOG) 2>&1 & own=$$!; \
-	$(BIN)/pytest -m e2e $(addprefix --ignore=,$(E2E_OWN)); e2e=$$?; \
-	wait $$own; own=$$?; \
-	echo "======== end-to-end tests on clusters of their own (run beside the shared cluster's): $(E2E_OWN_LOG) ========"; \
-	cat $(E2E_OWN_LOG); \
+	@$(BIN)/pytest -m "not e2e" -p no:cacheprovider > $(UNIT_LOG) 2>&1 & unit=$$!; \
+	$(BIN)/pytest -m e2e; e2e=$$?; \
 	wait $$unit; unit=$$?; \
 	echo "======== unit and moto tests (run beside the end-to-end tests): $(UNIT_LOG) ========"; \
 	cat $(UNIT_LOG); \
-	echo "make test: unit and moto tests exit $$unit, end-to-end tests exit $$e2e (shared cluster) and $$own (own clusters)"; \
-	test $$unit -eq 0 && test $$e2e -eq 0 && test $$own -eq 0
+	echo "make test: unit and moto tests exit $$unit, end-to-end tests exit $$e2e"; \
+	test $$unit -eq 0 && test $$e2e -eq 0
 
 lock:  ## refresh requirements.lock to the newest versions pyproject.toml allows (then run `make test`)
 	test -x $(LOCK_TOOL)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOL) && $(LOCK_TOOL)/bin/pip install -q uv==$(UV_VERSION); }
