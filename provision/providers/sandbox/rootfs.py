@@ -192,7 +192,10 @@ def notify_unit_dropins(lower: Path) -> dict[str, str]:
             continue
         dropins[f"etc/systemd/system/{unit}.service.d/gpu-provision-sandbox.conf"] = (
             "# gpu-provision sandbox: the systemctl shim follows a daemon by its pid file (see rootfs.py)\n"
-            f"[Service]\nType=forking\nPIDFile={pid_file}\nExecStart=\nExecStart=/usr/sbin/{unit} ${options}\n")
+            f"[Service]\nType=forking\nPIDFile={pid_file}\nExecStart=\nExecStart=/usr/sbin/{unit} ${options}\n"
+            # the shim removes a unit's RuntimeDirectory on any stop or failed start; a second shim run that did so
+            # while the daemon started left it running without its pid file, untracked (slurmd "not running")
+            "RuntimeDirectoryPreserve=yes\n")
     return dropins
 
 

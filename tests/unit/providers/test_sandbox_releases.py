@@ -90,6 +90,7 @@ def test_notify_slurm_units_run_forking_with_their_pid_file_in_the_sandbox(tmp_p
     assert "Type=forking\nPIDFile=/run/slurmctld/slurmctld.pid\nExecStart=\nExecStart=/usr/sbin/slurmctld " \
            "$SLURMCTLD_OPTIONS\n" in ctld
     assert "PIDFile=/run/slurm/slurmd.pid" in dropins["etc/systemd/system/slurmd.service.d/gpu-provision-sandbox.conf"]
+    assert "RuntimeDirectoryPreserve=yes" in dropins["etc/systemd/system/slurmd.service.d/gpu-provision-sandbox.conf"]
     # Debian 12's 22.05 units are not Type=notify: nothing to change there
     (units / "slurmctld.service").write_text("[Service]\nType=simple\nExecStart=/usr/sbin/slurmctld -D\n")
     (units / "slurmd.service").unlink()
