@@ -30,8 +30,6 @@ from provision.remote.textfiles import StdinRunner, publish as write_textfile
 from provision.spec.model import ClusterSpec
 from provision.state import ClusterState
 
-__all__ = ["NOT_CONVERGED", "WRITER", "publish", "samples"]
-
 WRITER = "deploy"  # its file: TEXTFILES["deploy"]
 
 

@@ -118,14 +118,14 @@ def certify(spec: ClusterSpec, cluster: ClusterInfo, options: CertifyOptions = C
     """Run every check, write report.json/.xml/.html under the state's reports folder, drain if asked."""
     if not cluster.nodes or all(n.state in ("planned", "absent") for n in cluster.nodes):
         raise CertifyError(f"cluster {cluster.name} has no running nodes", hint="bring it up first: provision up SPEC")
-    draining = cluster_lock(ClusterState.for_spec(spec), "certify --drain-failed", progress) if options.drain_failed \
-        else nullcontext()
+    state = ClusterState.for_spec(spec)
+    draining = cluster_lock(state, "certify --drain-failed", progress) if options.drain_failed else nullcontext()
     with draining:  # draining changes the cluster: one such command at a time (provision.cluster.lock)
         report = collect(spec, cluster, options, progress)
-        run = CertifyRun(report, write_to_state(report, ClusterState.for_spec(spec)))
+        run = CertifyRun(report, write_to_state(report, state))
         if options.drain_failed:
             run.drained, run.drain_errors = drain(cluster, report, progress)
-    note = publish_metrics(spec, cluster, ClusterState.for_spec(spec), report)  # a note at worst: the verdict stays
+    note = publish_metrics(spec, cluster, state, report)  # a note at worst: the verdict stays
     if note:
         run.notes.append(note)
     return run
