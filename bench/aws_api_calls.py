@@ -1,6 +1,6 @@
 """Count the AWS API calls of `up` and `down` for 4 and 64 GPU nodes, against a moto server started here.
 
-    .venv/bin/python bench/aws_api_calls.py [--fsx] [--sizes 4 64]
+    .venv/bin/python bench/aws_api_calls.py [--fsx] [--sizes 4 64] [--nics 32|4]
 
 Only loopback is contacted: moto runs on 127.0.0.1 with fake credentials. Counts are attempts per
 operation as the adaptor's counter sees them (botocore before-parameter-build), waiters included.
@@ -29,8 +29,12 @@ CREATES = ("Create", "Run", "Import", "Authorize", "Attach", "Associate", "Put")
 FAST = RetryPolicy(base_delay=0.001, max_delay=0.01, wait_delay=0.01, fsx_wait_delay=0.01)
 
 
-def spec(nodes: int, fsx: bool, state_dir: Path) -> ClusterSpec:
-    """A controller plus `nodes` p5.48xlarge with 32 EFA each."""
+GPU_TYPES = {32: ("p5.48xlarge", "H100-SXM"), 4: ("p4d.24xlarge", "A100-SXM-40GB")}  # EFA interfaces: type, GPU
+
+
+def spec(nodes: int, fsx: bool, state_dir: Path, nics: int = 32) -> ClusterSpec:
+    """A controller plus `nodes` p5.48xlarge with 32 EFA each, or p4d.24xlarge with 4 (`nics`)."""
+    instance_type, model = GPU_TYPES[nics]
     provider = {"type": "aws", "region": REGION, "availability_zone": "us-east-1a",
                 "ssh_ingress_cidr": "203.0.113.7/32",
                 "ami": {"ssm_parameter": "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"}}
@@ -41,14 +45,14 @@ def spec(nodes: int, fsx: bool, state_dir: Path) -> ClusterSpec:
         "filesystem": {"type": "lustre" if fsx else "none"}, "state_dir": str(state_dir),
         "node_groups": [
             {"name": "head", "roles": ["controller", "login"], "count": 1, "instance_type": "m7i.2xlarge"},
-            {"name": "gpu", "roles": ["compute"], "count": nodes, "instance_type": "p5.48xlarge",
-             "gpu": {"model": "H100-SXM", "count": 8}, "interconnect": {"type": "efa", "nics": 32}}]})
+            {"name": "gpu", "roles": ["compute"], "count": nodes, "instance_type": instance_type,
+             "gpu": {"model": model, "count": 8}, "interconnect": {"type": "efa", "nics": nics}}]})
 
 
-def measure(url: str, nodes: int, fsx: bool, state_dir: Path) -> tuple[Counter, Counter, float]:
+def measure(url: str, nodes: int, fsx: bool, state_dir: Path, nics: int = 32) -> tuple[Counter, Counter, float]:
     """Run check_environment + create, then destroy; return the call counts of each and the wall time."""
     aws = Aws(REGION, endpoint_url=url, policy=FAST)
-    cluster_spec = spec(nodes, fsx, state_dir)
+    cluster_spec = spec(nodes, fsx, state_dir, nics)
     provider = AwsProvider(cluster_spec, ClusterState(state_dir, cluster_spec.name), aws=aws)
     started = time.monotonic()
     provider.check_environment()
@@ -65,6 +69,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[4, 64])
     parser.add_argument("--fsx", action="store_true", help="include an FSx for Lustre file system")
+    parser.add_argument("--nics", type=int, default=32, choices=sorted(GPU_TYPES),
+                        help="EFA interfaces per GPU node: 32 (p5.48xlarge) or 4 (p4d.24xlarge); moto lists the "
+                             "32,000 interfaces of 1,000 p5 nodes too slowly for botocore's read timeout")
     args = parser.parse_args()
 
     from moto.server import ThreadedMotoServer
@@ -83,7 +90,7 @@ def main() -> None:
         results = {}
         with tempfile.TemporaryDirectory() as tmp:
             for size in args.sizes:
-                results[size] = measure(url, size, args.fsx, Path(tmp))
+                results[size] = measure(url, size, args.fsx, Path(tmp), args.nics)
     finally:
         server.stop()
     report(results)

@@ -1,11 +1,16 @@
 /* gpu-provision certify: an MPI job shaped like a user's, started with `srun --mpi=pmix`.
  *
  * Every rank contributes known values to allreduces (one integer, then a vector of MPI_CHECK_COUNT
- * 64-bit integers) and checks every element of the result, so a wrong sum anywhere is caught. First, every
- * rank exchanges one value with every other rank directly (MPI_Sendrecv), so a fault between any two nodes
- * fails the job: collectives alone talk to a few partners each and may never use a broken path. A rank that
- * does not get through the first allreduce and that exchange within MPI_CHECK_WIRE_S exits 3 (a broken path can
- * leave Open MPI's TCP transport waiting for ever instead of failing). Each rank
+ * 64-bit integers) and checks every element of the result, so a wrong sum anywhere is caught. First, direct
+ * exchanges (MPI_Sendrecv), so a fault between any two nodes fails the job: collectives alone talk to a few
+ * partners each and may never use a broken path. The ranks of a node exchange with each other, and one rank per
+ * node (its first) with the first rank of every other node: a path between two nodes is the same for every rank
+ * pair across them, and exchanging between every pair of ranks costs ranks-per-node squared times as many
+ * connections (15,750 exchanges for 63 nodes of 2 ranks, 3,906 between their nodes). Beyond
+ * MPI_CHECK_ALL_NODES nodes, a node's first rank meets the nodes at power-of-two offsets around the ring of
+ * nodes (2 log2(nodes) of them): every node is still met, each through several peers, in O(log nodes) steps.
+ * A rank that does not get through the first allreduce and those exchanges within MPI_CHECK_WIRE_S exits 3 (a
+ * broken path can leave Open MPI's TCP transport waiting for ever instead of failing). Each rank
  * prints one line:
  *   mpi rank=R size=N host=H errors=E small_us=T1 large_ms=T2 bytes=B
  * and exits 1 when its result was wrong. Rank 0's timings are the job's figures.
@@ -19,11 +24,12 @@
 
 #define MPI_CHECK_COUNT (1 << 20) /* 8 MiB of int64 per rank */
 #define MPI_CHECK_ROUNDS 5
-#define MPI_CHECK_WIRE_S 120 /* the first allreduce and the exchange with every rank: 55 s seen on a heavily loaded machine */
+#define MPI_CHECK_WIRE_S 120 /* the first allreduce and the exchanges: 55 s seen on a heavily loaded machine */
+#define MPI_CHECK_ALL_NODES 256 /* up to this many nodes, every pair of nodes exchanges directly */
 
 static void wire_timeout(int sig) {
     static const char msg[] = "mpi-check: no answer within 120 s from another rank (first allreduce or the exchange "
-                              "with every rank): a path between two nodes is broken\n";
+                              "with the other nodes): a path between two nodes is broken\n";
     ssize_t written = write(2, msg, sizeof msg - 1); /* async-signal-safe, unlike fprintf */
     (void)sig;
     (void)written;
@@ -31,6 +37,27 @@ static void wire_timeout(int sig) {
 }
 
 static int64_t pattern(long i) { return (int64_t)(i % 1000) + 1; }
+
+/* One value each way with the ranks `step` below and above in `comm`; the number of wrong values received. */
+static long exchange(MPI_Comm comm, int step) {
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    int64_t mine = me + 1, got = -1;
+    MPI_Sendrecv(&mine, 1, MPI_INT64_T, (me + step) % n, step, &got, 1, MPI_INT64_T, (me - step + n) % n, step,
+                 comm, MPI_STATUS_IGNORE);
+    return got != (me - step + n) % n + 1;
+}
+
+/* Every pair of ranks of `comm` when it has at most `all` ranks, else the power-of-two offsets. */
+static long exchange_all(MPI_Comm comm, int all) {
+    int n;
+    long errors = 0;
+    MPI_Comm_size(comm, &n);
+    for (int step = 1; step < n; step = n <= all ? step + 1 : step * 2)
+        errors += exchange(comm, step);
+    return errors;
+}
 
 int main(int argc, char **argv) {
     int rank, size, len;
@@ -46,12 +73,17 @@ int main(int argc, char **argv) {
     int64_t mine = rank + 1, total = 0;
     MPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD); /* wires up the connections */
     long errors = total != ranks_sum;
-    for (int step = 1; step < size; step++) { /* every pair of ranks, directly */
-        int64_t got = -1;
-        MPI_Sendrecv(&mine, 1, MPI_INT64_T, (rank + step) % size, step, &got, 1, MPI_INT64_T,
-                     (rank - step + size) % size, step, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        errors += got != (rank - step + size) % size + 1;
+    MPI_Comm node, firsts;
+    int local;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_split(MPI_COMM_WORLD, local == 0 ? 0 : MPI_UNDEFINED, rank, &firsts);
+    errors += exchange_all(node, size); /* the ranks of this node, every pair */
+    if (firsts != MPI_COMM_NULL) {
+        errors += exchange_all(firsts, MPI_CHECK_ALL_NODES); /* between the nodes */
+        MPI_Comm_free(&firsts);
     }
+    MPI_Comm_free(&node);
     alarm(0);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
