@@ -47,6 +47,9 @@ venv: $(BIN)/.installed  ## create .venv with the package and its test extras, f
 # and the end-to-end tests leave the CPUs mostly idle (they wait on nodes): the two run side by side, the unit log
 # printed after the end-to-end one, and `make test` fails when either does.
 UNIT_LOG := build/test-unit.log
+# End-to-end tests on a sandbox cluster of their own, run in the unit tests' lane once those are done (the lane is
+# idle for the rest of the end-to-end run): tests/e2e/test_bisection.py brings up 1+8 nodes for about 5 minutes.
+E2E_BESIDE := tests/e2e/test_bisection.py
 
 # promtool (Debian's prometheus package) checks and unit-tests the monitoring role's alert rules and configuration;
 # amtool (prometheus-alertmanager) checks Alertmanager's. The packages are unpacked under build/, never installed:
@@ -67,12 +70,16 @@ promtool: $(PROMTOOL)  ## unpack promtool and amtool from Debian's packages into
 test: deps venv $(PROMTOOL)  ## static checks (ruff), then the whole test suite (unit and moto beside sandbox end-to-end)
 	$(BIN)/ruff check --no-cache provision tests bench playbooks
 	@mkdir -p $(dir $(UNIT_LOG))
-	@$(BIN)/pytest -m "not e2e" -p no:cacheprovider > $(UNIT_LOG) 2>&1 & unit=$$!; \
-	$(BIN)/pytest -m e2e; e2e=$$?; \
+	@{ $(BIN)/pytest -m "not e2e" -p no:cacheprovider; unit=$$?; \
+	  echo "======== end-to-end tests on clusters of their own, after the unit tests: $(E2E_BESIDE) ========"; \
+	  $(BIN)/pytest -m e2e -p no:cacheprovider $(E2E_BESIDE); beside=$$?; \
+	  echo "unit and moto tests exit $$unit, $(E2E_BESIDE) exit $$beside"; \
+	  test $$unit -eq 0 && test $$beside -eq 0; } > $(UNIT_LOG) 2>&1 & unit=$$!; \
+	$(BIN)/pytest -m e2e $(addprefix --ignore=,$(E2E_BESIDE)); e2e=$$?; \
 	wait $$unit; unit=$$?; \
-	echo "======== unit and moto tests (run beside the end-to-end tests): $(UNIT_LOG) ========"; \
+	echo "======== unit and moto tests (run beside the end-to-end tests), then $(E2E_BESIDE): $(UNIT_LOG) ========"; \
 	cat $(UNIT_LOG); \
-	echo "make test: unit and moto tests exit $$unit, end-to-end tests exit $$e2e"; \
+	echo "make test: unit and moto tests and $(E2E_BESIDE) exit $$unit, the other end-to-end tests exit $$e2e"; \
 	test $$unit -eq 0 && test $$e2e -eq 0
 
 lock:  ## refresh requirements.lock to the newest versions pyproject.toml allows (then run `make test`)

@@ -5,12 +5,13 @@ Run as root: .venv/bin/python bench/bisection.py [--pair compute03 compute06] [-
 stages the probe from there)
 
 The cluster `bis` (subnet 10.89.0.0/24: one controller, eight compute nodes, no shared filesystem, health program
-off) is brought up without certify, or reused when it is up. The pair is cut with the sandbox's fault (each node's
-network namespace refuses the other's address; both keep talking to every other node), `certify --level quick
---json` runs once, and the pair is restored. The figures: certify's wall time, the MPI jobs bisection ran (mpi.bisect's
-value and its path), whether mpi.pair names exactly the cut pair, and that no other node failed a check. Printed,
-and written to build/bench/bisection.json. Too long for `make test` (minutes: every failing MPI job waits out its
-time limit, twice); the unit tests hold the algorithm and certify's use of it.
+off) is brought up without certify, or reused when it is up (a reused cluster keeps the mpi-check it was
+deployed with: run `provision deploy` on it after changing the certify role). The pair is cut with the sandbox's
+fault (each node's network namespace refuses the other's address; both keep talking to every other node),
+`certify --level quick --json` runs once, and the pair is restored. The figures: certify's wall time, the MPI jobs
+bisection ran (mpi.bisect's value and its path), whether mpi.pair names exactly the cut pair, and that no other node
+failed a check. Printed, and written to build/bench/bisection.json. tests/e2e/test_bisection.py runs the same case
+in `make test` on a cluster of its own; this bench times it and can cut another pair.
 """
 from __future__ import annotations
 

@@ -16,13 +16,22 @@
   alone, bisection (control/bisect.py) runs the job on halves of the nodes and across them until it names the pair
   whose job alone fails; mpi.bisect lists the jobs it ran, in order, and mpi.allreduce names the pair. Every launch
   has MPI_TIMEOUT_S: a bound derived from the runs alone (20 s + 2 x the slowest alone x nodes) failed two healthy
-  halves of 8 sandbox nodes that ran at once on a loaded machine (bench/bisection.py), so a broken path costs a
-  failing subset up to two of those.
+  halves of 8 sandbox nodes that ran at once on a loaded machine (bench/bisection.py).
+- A broken path between two nodes must fail a launch in seconds. Slurm's PMIx plugin retries an exchange between
+  the two nodes' slurmstepd until its timeout (PMIxTimeout, 300 s by default), longer than MPI_TIMEOUT_S, so every
+  failing launch waited out the step's whole limit. Every MPI step sets the plugin's timeout for itself
+  (SLURM_PMIX_TIMEOUT, `pmix_timeout`): 15 s plus a tenth of a second per node, since the data a fence gathers grows
+  with the nodes. A healthy exchange takes far less: on 8 sandbox nodes with three CPU-bound processes on the 2-core
+  machine (load 13), every job of 8 nodes and every pair of 4-node halves at once passed under a 15 s timeout, each
+  in 4-9 s of wall time. Open MPI's TCP transport, the other place a broken path waits, is bounded by mpi-check
+  itself (it gives up an exchange that stalls while the others completed; the certify role's mpi_check.c). A cut
+  pair's launch then fails in 16-32 s instead of 180 s.
 
 Pure: steps are srun.Step records; the judgement reads srun.StepOutput.
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -39,7 +48,10 @@ MEMORY_FRACTION = 0.9  # "most of its memory": what a user asking for the node w
 IMMEDIATE_S = 60  # how long the whole-node job waits for the nodes before they count as busy
 WHOLE_NODE_TIMEOUT_S = IMMEDIATE_S + 60
 MPI_TIMEOUT_S = 180
+PMIX_TIMEOUT_BASE_S = 15  # SLURM_PMIX_TIMEOUT of an MPI step, plus PMIX_TIMEOUT_PER_NODE_S a node (module doc)
+PMIX_TIMEOUT_PER_NODE_S = 0.1
 MPI_MARK = "mpi "
+_CONSEQUENCES = (": CANCELLED AT", ": Killed")  # srun's words for tasks ended because another task failed
 _BUSY = ("Immediate execution impossible", "Unable to allocate resources: Resource temporarily unavailable",
          "Unable to allocate resources: Requested nodes are busy")
 
@@ -92,8 +104,15 @@ def mpi_step(nodes: Sequence[str], ranks_per_node: int, binary: str, job_name: s
     A rank that exits with an error ends the step at once: the other ranks would otherwise wait in MPI_Init for it
     until the timeout (three minutes for a node whose MPI library is missing). Who failed is then judged from each
     node's run alone."""
-    return Step(tuple(nodes), binary, job_name, MPI_TIMEOUT_S, ntasks_per_node=ranks_per_node, env=env,
+    pmix = (("SLURM_PMIX_TIMEOUT", str(pmix_timeout(len(nodes)))),)
+    return Step(tuple(nodes), binary, job_name, MPI_TIMEOUT_S, ntasks_per_node=ranks_per_node, env=(*env, *pmix),
                 extra=("--mpi=pmix", *extra), kill_on_bad_exit=True)
+
+
+def pmix_timeout(nodes: int) -> int:
+    """Seconds Slurm's PMIx plugin gives one exchange between the nodes of an MPI step of `nodes` nodes before it
+    fails the step (module doc), kept well inside the step's own limit."""
+    return min(PMIX_TIMEOUT_BASE_S + math.ceil(PMIX_TIMEOUT_PER_NODE_S * nodes), MPI_TIMEOUT_S // 2)
 
 
 def busy(output: StepOutput) -> bool:
@@ -146,8 +165,10 @@ def started_alone(step: Step, alone: Mapping[str, StepOutput]) -> bool:
 
 
 def failure_summary(step: Step, output: StepOutput, reasons: int = 3) -> str:
-    """How a failed job across the nodes ended, in one line (srun's reasons, the first few)."""
+    """How a failed job across the nodes ended, in one line (srun's reasons, the first few; a task killed because
+    another failed comes after the reasons that say why)."""
     found = [f"{n}: {r}" for n, r in output.errors.items()] + output.general
+    found.sort(key=lambda reason: any(marker in reason for marker in _CONSEQUENCES))
     if output.timed_out:  # what srun says of its killed tasks would hide why: it did not finish
         found = [f"did not finish within {step.timeout_s} s", *(f for f in found if f != STOPPED)]
     return "; ".join(found[:reasons]) or "ranks missing or wrong"

@@ -93,6 +93,20 @@ def test_mpi_job_passes_with_every_rank_right_and_reports_times():
     assert checks[-1].value == 1.23 and "6 ranks on 3 nodes" in checks[-1].detail and "0.67 GB/s" in checks[-1].detail
 
 
+def test_every_mpi_step_bounds_slurms_pmix_exchanges_well_inside_its_own_limit():
+    # a broken path between two nodes stalls Slurm's PMIx exchanges until PMIxTimeout (300 s by default), past the
+    # step's limit; every MPI step sets the plugin's timeout for itself, growing with the nodes
+    for nodes, expected in ((2, 16), (8, 16), (64, 22), (1000, 90), (4000, 90)):
+        one = user_jobs.mpi_step([f"n{i}" for i in range(nodes)], 2, "/opt/mpi-check", "j",
+                                 env=(("SLURM_RESERVATION", "hold"),))
+        argv = shlex.split(one.shell())
+        assert argv[:3] == ["env", "SLURM_RESERVATION=hold", f"SLURM_PMIX_TIMEOUT={expected}"], argv[:4]
+        assert expected <= user_jobs.MPI_TIMEOUT_S // 2
+    # the relaunches and bisection's subsets are the same step on fewer nodes: they keep the bound
+    subset = dataclasses.replace(user_jobs.mpi_step(["a", "b", "c"], 2, "/x", "j"), nodes=("a", "b"))
+    assert "SLURM_PMIX_TIMEOUT=16" in subset.shell()
+
+
 def test_a_wrong_sum_fails_the_node_that_computed_it():
     one = user_jobs.mpi_step(["n1", "n2"], 1, "/opt/mpi-check", "j")
     out = labelled(0, "n1", RANK.format(r=0, n=2, e=0)) + "\n" + labelled(1, "n2", RANK.format(r=1, n=2, e=17))
@@ -207,3 +221,19 @@ def test_a_job_stopped_at_its_limit_says_so_first():
     assert "node01: " in user_jobs.failure_summary(one, stopped)  # srun's own words follow
     crashed = parse(1, "", "srun: error: node01: task 1: Exited with exit code 1\n")
     assert not user_jobs.failure_summary(one, crashed).startswith("did not finish")
+
+
+def test_a_failed_launch_is_summed_up_by_the_rank_that_failed_not_by_the_tasks_srun_then_killed():
+    # srun's words when mpi-check gave up on a broken path on compute05 (exit 3): the step was cancelled on the first
+    # node, then every other task was killed; the reason that says why must come first
+    one = user_jobs.mpi_step(["compute03", "compute05", "compute06"], 2, "/opt/mpi-check", "certify-mpi-bisect-x")
+    text = ("slurmstepd-compute03: error: *** STEP 52.0 ON compute03 CANCELLED AT 2026-11-29T12:36:15 ***\n"
+            "srun: error: compute06: tasks 4-5: Killed\n"
+            "srun: error: compute05: task 2: Exited with exit code 3\n"
+            "srun: error: compute03: tasks 0-1: Killed\n")
+    summary = user_jobs.failure_summary(one, parse(143, "", text))
+    assert summary.startswith("compute05: Exited with exit code 3; "), summary
+    assert user_jobs.failure_summary(one, parse(143, "", text), reasons=1) == "compute05: Exited with exit code 3"
+    # with nothing but consequences, they are still the summary
+    killed = parse(143, "", "srun: error: compute06: tasks 4-5: Killed\n")
+    assert user_jobs.failure_summary(one, killed) == "compute06: Killed"
