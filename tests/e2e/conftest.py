@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,6 +135,20 @@ class LiveCluster:
     @property
     def login(self) -> str:
         return self.info.with_role("login")[0].name
+
+
+@contextmanager
+def cluster_of_its_own(folder: Path, spec_text: str) -> Iterator[LiveCluster]:
+    """A test module's own cluster from `spec_text` (written to folder/cluster.yaml), up without certify; `down`
+    before (an interrupted earlier run must not leak into this one) and at the end."""
+    path = folder / "cluster.yaml"
+    path.write_text(spec_text)
+    provision("down", str(path), check=False)
+    try:
+        provision("up", str(path), "--skip-certify", "--quiet", timeout=1500)
+        yield LiveCluster(path, lifecycle.current_cluster(load_spec(path)))
+    finally:
+        provision("down", str(path), check=False)
 
 
 @pytest.fixture(scope="session")

@@ -12,12 +12,11 @@ import json
 
 import pytest
 
-from provision.cluster import lifecycle
 from provision.providers.sandbox import faults
 from provision.spec.loader import load_spec
 from provision.state import ClusterState
 
-from conftest import LiveCluster, provision
+from conftest import LiveCluster, cluster_of_its_own, provision
 
 pytestmark = pytest.mark.e2e
 
@@ -35,14 +34,8 @@ CUT = ("compute03", "compute06")
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory) -> LiveCluster:
     """The 1+8 cluster, up without certify; `down` at the end."""
-    path = tmp_path_factory.mktemp("bisect") / "bisect.yaml"
-    path.write_text(SPEC)
-    provision("down", str(path), check=False)
-    try:
-        provision("up", str(path), "--skip-certify", "--quiet", timeout=1500)
-        yield LiveCluster(path, lifecycle.current_cluster(load_spec(path)))
-    finally:
-        provision("down", str(path), check=False)
+    with cluster_of_its_own(tmp_path_factory.mktemp("bisect"), SPEC) as live:
+        yield live
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,7 @@ import time
 
 import pytest
 
-from conftest import LiveCluster, provision
-from provision.cluster import lifecycle
-from provision.spec.loader import load_spec
+from conftest import cluster_of_its_own, provision
 
 pytestmark = pytest.mark.e2e
 
@@ -47,14 +45,8 @@ JOB = "sbatch --parsable -p gpu --gres=gpu:1 --oversubscribe --mem=64M -o /tmp/g
 
 @pytest.fixture(scope="module")
 def gres_cluster(tmp_path_factory):
-    path = tmp_path_factory.mktemp("gres") / "cluster.yaml"
-    path.write_text(SPEC)
-    provision("down", str(path), check=False)
-    try:
-        provision("up", str(path), "--skip-certify", "--quiet", timeout=1500)
-        yield LiveCluster(path, lifecycle.current_cluster(load_spec(path)))
-    finally:
-        provision("down", str(path), check=False)
+    with cluster_of_its_own(tmp_path_factory.mktemp("gres"), SPEC) as cluster:
+        yield cluster
 
 
 def test_sinfo_shows_eight_gpus_and_a_job_asking_for_all_sees_them(gres_cluster):
