@@ -137,6 +137,13 @@ class LiveCluster:
         return self.info.with_role("login")[0].name
 
 
+def report_checks(doc: dict, node: str | None = None) -> list[dict]:
+    """A certify report's checks: every node's and the cluster's, or one node's."""
+    if node is None:
+        return [c for n in doc["nodes"] for c in n["checks"]] + doc["checks"]
+    return next(n["checks"] for n in doc["nodes"] if n["name"] == node)
+
+
 @contextmanager
 def cluster_of_its_own(folder: Path, spec_text: str) -> Iterator[LiveCluster]:
     """A test module's own cluster from `spec_text` (written to folder/cluster.yaml), up without certify; `down`

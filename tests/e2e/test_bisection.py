@@ -16,7 +16,7 @@ from provision.providers.sandbox import faults
 from provision.spec.loader import load_spec
 from provision.state import ClusterState
 
-from conftest import LiveCluster, cluster_of_its_own, provision
+from conftest import LiveCluster, cluster_of_its_own, provision, report_checks
 
 pytestmark = pytest.mark.e2e
 
@@ -51,10 +51,6 @@ def cut_report(cluster) -> dict:
     return json.loads(done.stdout)
 
 
-def every_check(report: dict) -> list[dict]:
-    return [c for n in report.get("nodes", []) for c in n.get("checks", [])] + list(report.get("checks", []))
-
-
 def reaches(cluster: LiveCluster, node: str, other: str) -> bool:
     """Whether `node` opens a TCP connection to `other`'s sshd."""
     address = cluster.info.node(other).address
@@ -73,7 +69,7 @@ def test_the_cut_really_breaks_that_pair_and_only_that_pair(cluster):
 
 
 def test_bisection_names_the_cut_pair_and_only_it(cut_report):
-    checks = every_check(cut_report)
+    checks = report_checks(cut_report)
     assert cut_report["verdict"] == "fail"
     starts = {c["node"]: c["verdict"] for c in checks if c["check"] == "mpi.start"}
     assert set(starts) == {f"compute{i:02d}" for i in range(1, 9)} and set(starts.values()) == {"pass"}, starts
@@ -90,7 +86,7 @@ def test_bisection_names_the_cut_pair_and_only_it(cut_report):
 
 
 def test_the_report_shows_the_jobs_bisection_ran(cluster, cut_report):
-    bisection = next(c for c in every_check(cut_report) if c["check"] == "mpi.bisect")
+    bisection = next(c for c in report_checks(cut_report) if c["check"] == "mpi.bisect")
     jobs = int(bisection["value"])
     # a pair of 8: at most 2 ceil(log2 8) + 1 = 7 subsets, each launched at most twice
     assert 2 <= jobs <= 14, bisection
@@ -100,5 +96,5 @@ def test_the_report_shows_the_jobs_bisection_ran(cluster, cut_report):
     # the same path is in the report written to disk, where an operator reads it later
     latest = max(ClusterState.for_spec(load_spec(cluster.spec_path)).reports_dir.glob("*-quick"))
     saved = json.loads((latest / "report.json").read_text())
-    assert any(c["check"] == "mpi.bisect" and c["detail"] == detail for c in every_check(saved))
+    assert any(c["check"] == "mpi.bisect" and c["detail"] == detail for c in report_checks(saved))
     assert "mpi.bisect" in (latest / "report.html").read_text()

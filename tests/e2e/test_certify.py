@@ -17,7 +17,7 @@ from datetime import datetime
 import jsonschema
 import pytest
 
-from conftest import provision
+from conftest import provision, report_checks as checks
 from provision.certify.report import json_report
 from provision.hostlist import expand as hostlist_expand
 from provision.providers.sandbox import faults
@@ -43,12 +43,6 @@ def certify(cluster, *args: str) -> tuple[int, dict]:
 
 def seconds(doc: dict) -> float:
     return (datetime.fromisoformat(doc["finished_at"]) - datetime.fromisoformat(doc["started_at"])).total_seconds()
-
-
-def checks(doc: dict, node: str | None = None) -> list[dict]:
-    if node is None:
-        return [c for n in doc["nodes"] for c in n["checks"]] + doc["checks"]
-    return next(n["checks"] for n in doc["nodes"] if n["name"] == node)
 
 
 def failed(doc: dict) -> set[tuple[str | None, str]]:
