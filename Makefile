@@ -47,9 +47,10 @@ venv: $(BIN)/.installed  ## create .venv with the package and its test extras, f
 # and the end-to-end tests leave the CPUs mostly idle (they wait on nodes): the two run side by side, the unit log
 # printed after the end-to-end one, and `make test` fails when either does.
 UNIT_LOG := build/test-unit.log
-# End-to-end tests on a sandbox cluster of their own, run in the unit tests' lane once those are done (the lane is
-# idle for the rest of the end-to-end run): tests/e2e/test_bisection.py brings up 1+8 nodes for about 5 minutes.
-E2E_BESIDE := tests/e2e/test_bisection.py
+# End-to-end tests on sandbox clusters of their own, run in the unit tests' lane once those are done (the lane is
+# idle for the rest of the end-to-end run): test_bisection.py brings up 1+8 nodes (about 6 minutes), test_gpu_stack.py
+# 1+2 nodes with the stand-in NVIDIA repository (about 3), test_debian12.py 1+2 Debian 12 nodes (about 1.5).
+E2E_BESIDE := tests/e2e/test_bisection.py tests/e2e/test_gpu_stack.py tests/e2e/test_debian12.py
 
 # promtool (Debian's prometheus package) checks and unit-tests the monitoring role's alert rules and configuration;
 # amtool (prometheus-alertmanager) checks Alertmanager's. The packages are unpacked under build/, never installed:

@@ -4,9 +4,11 @@ At `full` the schedule is every pair (the circle method: N-1 rounds); at quick a
 matchings, a constant number of rounds whatever N (4 and 6 for even N). No node is in two pairs of a round; each
 pair measures both directions, one after the other. The doubtful pairs of that matrix (netmatrix.measure_again) are then measured
 again, both directions, in rounds of disjoint pairs, so a verdict of fail is a fault seen twice.
-iperf3 (TCP) runs everywhere: one server per node for the whole
-matrix, started as a daemon and stopped by its PID. ib_write_bw is used instead where every node has
-an active RDMA port: a one-shot server per measurement.
+iperf3 (TCP) runs everywhere. Given the compute nodes that take Slurm steps (`SlurmRounds`), a round's pairs among
+them run as one srun step (control/iperf3_rounds.py): the control machine then opens no session per node for them.
+Every other node (the controller, other roles, a partial run's peers; every node without `SlurmRounds`) gets one
+iperf3 daemon for the whole matrix over SSH, stopped by its PID; a pair of two such nodes is measured over SSH.
+ib_write_bw is used instead where every node has an active RDMA port: a one-shot server per measurement, over SSH.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from provision.certify.control import schedule
+from provision.certify.control import iperf3_rounds, schedule, srun
 from provision.certify.control.fleet import Fleet, Outcome
 from provision.certify.control.schedule import Schedule
 from provision.certify.control.slurm_checks import run_dir
@@ -124,29 +126,73 @@ def _pair_result(src: str, dst: str, tool: str, outcome: Outcome, parse: Callabl
         return PairResult(src, dst, None, tool, f"{exc} (exit {outcome.rc})")
 
 
+@dataclass(frozen=True)
+class SlurmRounds:
+    """The compute nodes whose pairs run as one srun step per round, and how to run a step."""
+
+    nodes: frozenset[str]
+    run: Callable[[srun.Step], srun.StepOutput]
+    job_name: str
+
+
 def measure_iperf3(fleet: Fleet, addresses: Mapping[str, str], run_id: str, tool: Iperf3,
-                   plan: Schedule | None = None) -> list[PairResult]:
-    """Start a server per node, run the rounds of `plan` (default: every pair), measure the doubtful pairs again,
-    stop every server started; one PairResult per direction."""
+                   plan: Schedule | None = None, slurm: SlurmRounds | None = None) -> list[PairResult]:
+    """Run the rounds of `plan` (default: every pair), measure the doubtful pairs again; one PairResult per
+    direction. A daemon server per node outside `slurm`, each stopped by its PID at the end."""
     nodes = list(addresses)
     plan = plan or schedule.plan(nodes, "full")
-    started = fleet.run_many({n: tool.server(run_id) for n in nodes}, timeout=30)
+    in_slurm = {n: slurm is not None and n in slurm.nodes for n in nodes}
+    started = fleet.run_many({n: tool.server(run_id) for n in nodes if not in_slurm[n]}, timeout=30)
     pids = {n: int(o.stdout.strip()) for n, o in started.items() if o.ok and o.stdout.strip().isdigit()}
     broken = {n: o.error or (o.stderr.strip() or "iperf3 server did not start")[-200:]
               for n, o in started.items() if n not in pids}
 
-    def measure(schedule: list[list[tuple[str, str]]]) -> list[PairResult]:
+    def measure(rounds: list[list[tuple[str, str]]]) -> list[PairResult]:
         results: list[PairResult] = []
-        for pairs in schedule:
-            with ThreadPoolExecutor(max_workers=max(len(pairs), 1)) as pool:
-                for chunk in pool.map(lambda p: _iperf3_pair(fleet, addresses, tool, broken, *p), pairs):
+        for pairs in rounds:
+            oriented = [iperf3_rounds.orient(p, in_slurm) for p in pairs]
+            stepped = [(a, b) for a, b, _ in oriented if in_slurm[a]]
+            over_ssh = [(a, b) for a, b, _ in oriented if not in_slurm[a]]
+            with ThreadPoolExecutor(max_workers=max(len(over_ssh), 1) + 1) as pool:
+                in_step = pool.submit(_step_round, slurm, addresses, tool, broken, stepped) if stepped else None
+                for chunk in pool.map(lambda p: _iperf3_pair(fleet, addresses, tool, broken, *p), over_ssh):
                     results += chunk
+                results += in_step.result() if in_step else []
         return results
 
     try:
         return with_second_look(nodes, measure(plan.as_lists()), measure)
     finally:
         fleet.run_many({n: tool.stop(pid, run_id) for n, pid in pids.items()}, timeout=30)
+
+
+def _step_round(slurm: SlurmRounds, addresses: Mapping[str, str], tool: Iperf3, broken: Mapping[str, str],
+                pairs: list[tuple[str, str]]) -> list[PairResult]:
+    """One round's pairs whose client takes a step (its server: a node of the step, or a daemon): one srun step."""
+    out: list[PairResult] = []
+    live = []
+    for a, b in pairs:
+        if b in broken:  # a daemon that did not start
+            out += [PairResult(a, b, None, tool.name, f"{b}: {broken[b]}"), PairResult(b, a, None, tool.name,
+                                                                                    f"{b}: {broken[b]}")]
+        else:
+            live.append((a, b))
+    if not live:
+        return out
+    clients = [iperf3_rounds.Client(a, addresses[b]) for a, b in live]
+    nodes = [a for a, _ in live] + [b for _, b in live if b in slurm.nodes]
+    output = slurm.run(iperf3_rounds.step(nodes, clients, tool.port, tool.seconds, tool.bitrate, slurm.job_name))
+    missing = output.missing([a for a, _ in live])
+    for a, b in live:
+        found = iperf3_rounds.results(output.texts.get(a, ""))
+        for src, dst, direction in ((a, b, "forward"), (b, a, "reverse")):
+            if direction in found:
+                rc, text = found[direction]
+                out.append(_pair_result(src, dst, tool.name, Outcome(a, rc, text), tool.parse))
+            else:
+                why = missing.get(a) or f"{a}'s task printed no {direction} result"
+                out.append(PairResult(src, dst, None, tool.name, why))
+    return out
 
 
 def _iperf3_pair(fleet: Fleet, addresses: Mapping[str, str], tool: Iperf3, broken: Mapping[str, str],

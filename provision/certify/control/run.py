@@ -16,9 +16,10 @@ Order of one run (quick on 4 sandbox nodes: about 15 s):
    allreduces are verified (mpi.start per node, mpi.allreduce with its time); when it keeps failing while every
    node starts alone, bisection on halves of the nodes names the pair at fault (mpi.bisect, mpi.pair).
 5. sbatch across the same nodes (slurm.sbatch, waited for in sacct) while the pairwise network matrix
-   runs (net.pairwise_bw, net.node_bw); GPU gres jobs (all of a node's GPUs, then one) and, at standard
-   and full, nccl-tests.
-6. Clean up (iperf3 servers by PID, scratch folders), assemble, write the reports, optionally drain.
+   runs (net.pairwise_bw, net.node_bw: one srun step per round between compute nodes, control/iperf3_rounds.py; an
+   iperf3 daemon over SSH on the controller and any node that takes no step); GPU gres jobs (all of a node's GPUs,
+   then one) and, at standard and full, nccl-tests.
+6. Clean up (iperf3 daemons by PID, scratch folders), assemble, write the reports, optionally drain.
 
 The controller-only node is no Slurm compute node: the probe (GPU, filesystem) and slurm.slurmd do
 not apply to it; it takes part in node.reachable, munge.credential (as the reference), config.files (as the
@@ -296,7 +297,7 @@ def _sbatch_and_network(run: Session, fleet: Fleet, answered: list[str]) -> None
         waiter.start()
     else:
         result["check"] = slurm_checks.sbatch_check(None, None, "no compute node could take a job")
-    _network(run, fleet)
+    _network(run, fleet, answered)
     if waiter is not None:
         waiter.join(SACCT_WAIT_S + 30)
     run.checks.append(result.get("check") or slurm_checks.sbatch_check(None, None, "the sbatch check did not finish"))
@@ -321,9 +322,9 @@ def _sbatch(run: Session, fleet: Fleet, nodes: list[str]) -> CheckResult:
     return slurm_checks.sbatch_check(job, accounted, seconds=time.monotonic() - started, accounting=accounting)
 
 
-def _network(run: Session, fleet: Fleet) -> None:
+def _network(run: Session, fleet: Fleet, usable: list[str]) -> None:
     """Pairwise matrix over every reachable node (and a partial run's peers): ib_write_bw where all compute nodes
-    have RDMA, else iperf3."""
+    have RDMA, else iperf3, whose pairs between `usable` compute nodes run as one srun step per round."""
     reachable = [n for n in [*run.cluster.nodes, *run.peers] if fleet.reachable(n.name)]
     compute = [n.name for n in run.compute if n.name in run.probes and run.probes[n.name].mode == "probe"]
     rdma, device = network.rdma_device(run.probes, compute)
@@ -338,7 +339,9 @@ def _network(run: Session, fleet: Fleet) -> None:
     addresses = {n.name: n.address or n.name for n in reachable}
     bitrate = run.options.iperf3_bitrate or (SANDBOX_BITRATE if run.cluster.sandbox else None)
     tool = network.Iperf3(port=random.randint(20000, 29999), seconds=run.options.iperf3_seconds, bitrate=bitrate)
-    run.pairs = network.measure_iperf3(fleet, addresses, run.run_id, tool, _plan(run, addresses, "iperf3"))
+    slurm = network.SlurmRounds(frozenset(usable) & set(addresses), lambda one: step(run, fleet, one)[0],
+                                run.job("net"))
+    run.pairs = network.measure_iperf3(fleet, addresses, run.run_id, tool, _plan(run, addresses, "iperf3"), slurm)
 
 
 def _plan(run: Session, addresses: Mapping[str, str], tool: str) -> schedule.Schedule:

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from provision.certify import bundle
-from provision.certify.control import drain as drainer, run as runner, user_jobs, user_steps
+from provision.certify.control import drain as drainer, iperf3_rounds, run as runner, user_jobs, user_steps
 from provision.certify.control.fleet import Fleet, Outcome
 from provision.certify.control.srun import NODE_MARK
 from provision.certify.probe import collect
@@ -21,6 +21,7 @@ from provision.certify.records import NetSampling
 from provision.records import ClusterInfo, NodeInfo
 from provision.spec import digest
 from provision.spec.model import ClusterSpec
+from local_steps import run_tasks
 from test_enforcement import CONFINED, SANDBOX as SANDBOX_CONFIG
 
 SPEC = ClusterSpec.model_validate({
@@ -71,6 +72,8 @@ class FakeSandbox(Fleet):
             command = command.split(" -- ", 1)[1]
         if command == "munge -n":
             return Outcome(name, 0, "MUNGE:fake-credential:\n")
+        if " srun " in command and iperf3_rounds.MARK in command:
+            return self._net_round(name, command)
         if "iperf3 -s" in command:
             return Outcome(name, 0, "4242\n")
         if "iperf3" in command:
@@ -148,6 +151,24 @@ class FakeSandbox(Fleet):
         return Outcome(name, 1 if err else 0, "\n".join(out) + "\n", "\n".join(err) + "\n")
 
 
+    def _net_round(self, name, command):
+        """A round of the iperf3 matrix (control/iperf3_rounds.py): each node's task run here by bash with the stand-in
+        iperf3 (1 Gb/s; a connection `_refused` is refused)."""
+        argv = shlex.split(command)
+        nodes = argv[argv.index("-w") + 1].split(",")
+        folder = self.shared.parent / "fake-iperf3"
+        (folder / "refuse").mkdir(parents=True, exist_ok=True)
+        for node in nodes:
+            for other in CLUSTER.nodes:
+                if self._refused(node, other.name):
+                    (folder / "refuse" / f"{node}-{other.address}").write_text("always")
+        texts = run_tasks(argv[-1], nodes, folder, default_gbps=1.0)
+        return Outcome(name, 0, "".join(f"{t}: {line}\n" for t, n in enumerate(nodes) for line in texts[n].splitlines()))
+
+    def _refused(self, node, peer):
+        """No fault of this fake refuses an iperf3 connection."""
+        return False
+
     def _user_check(self, name, nodes, script):
         """The real check script, run here as this test's user; user_gone: the node has no such uid (`id -un`
         fails there, as on a node where the user was never made)."""
@@ -193,6 +214,8 @@ def install_fleet(fleet: type[FakeSandbox], tmp_path, monkeypatch) -> type[FakeS
     fleet.faults, fleet.shared, fleet.log = {}, shared, []
     monkeypatch.setattr(runner, "Fleet", fleet)
     monkeypatch.setattr(drainer, "Fleet", fleet)
+    monkeypatch.setattr(iperf3_rounds, "CONNECT_WINDOW_S", 1)  # a refused connection fails in a second here
+    monkeypatch.setattr(iperf3_rounds, "REVERSE_WINDOW_S", 1)
     monkeypatch.setattr(runner, "write_to_state", lambda report, state: None)
     monkeypatch.setattr(runner, "publish_metrics", lambda spec, cluster, state, report: None)  # no monitoring node here
     return fleet
@@ -207,8 +230,10 @@ def failures(report):
     return {(c.node, c.check) for c in report.all_checks() if c.verdict == "fail"}
 
 
-def srun_nodes(log):
-    steps = [shlex.split(c) for _, c in log if " srun " in c and not c.startswith("sbatch")]
+def srun_nodes(log, network=False):
+    """The nodes of each srun step in order: the checks' steps, or (network) the iperf3 matrix's rounds."""
+    steps = [shlex.split(c) for _, c in log if " srun " in c and not c.startswith("sbatch")
+             and (iperf3_rounds.MARK in c) == network]
     return [s[s.index("-w") + 1] for s in steps]
 
 
@@ -218,13 +243,20 @@ def test_healthy_cluster_passes_with_gpu_checks_not_applicable(sandbox):
     assert report.verdict == "pass" and failures(report) == set()
     # probe, the fs cross-check, the user's job, the whole-node job, the MPI job
     assert srun_nodes(sandbox.log) == ["node01,store01,store02"] * 5
-    user, whole, mpi = [shlex.split(c) for _, c in sandbox.log if " srun " in c and " sbatch " not in c][2:]
+    user, whole, mpi = [shlex.split(c) for _, c in sandbox.log
+                        if " srun " in c and " sbatch " not in c and iperf3_rounds.MARK not in c][2:]
     assert [s[:4] for s in (user, whole, mpi)] == [["runuser", "-u", "gp-certify", "--"]] * 3
     assert all("--chdir=/tmp" in s for s in (user, whole, mpi))
     probe, verify = [shlex.split(c) for _, c in sandbox.log if " srun " in c][:2]
     assert probe[0] == verify[0] == "timeout"  # the probe and the filesystem's cross-check stay root's
     assert {"--exclusive", "--cpus-per-task=2", "--mem=20610M"} <= set(whole)
     assert "--mpi=pmix" in mpi and "--ntasks-per-node=2" in mpi
+    # the matrix: one srun step per round (4 nodes: 3 rounds), the compute nodes' iperf3 in it; only the controller,
+    # which takes no step, runs an iperf3 daemon over SSH, and no client runs over SSH
+    rounds = srun_nodes(sandbox.log, network=True)
+    assert len(rounds) == 3 and all(set(r.split(",")) <= {"node01", "store01", "store02"} for r in rounds)
+    assert [n for n, c in sandbox.log if "iperf3 -s -D" in c] == ["ctl01"]
+    assert not [c for _, c in sandbox.log if "iperf3 -c" in c and " srun " not in c]
     by_node = {n.name: {c.check: c.verdict for c in n.checks} for n in report.nodes}
     assert "slurm.srun" not in by_node["ctl01"] and by_node["ctl01"]["slurm.controller"] == "pass"
     assert by_node["node01"]["gpu.nvml"] == "na" and by_node["node01"]["fs.checksum"] == "pass"

@@ -62,6 +62,9 @@ class PartialSandbox(FakeSandbox):
             rows.append(f"{node}|{state}|{cpus}")
         return self._outcome(name, "\n".join(rows) + "\n")
 
+    def _refused(self, node, peer):
+        return bool({node, peer} & set(self.faults.get("no_iperf", ())))
+
     def _touches_broken(self, name, command):
         broken = self.faults.get("no_iperf", ())
         addresses = {n.address for n in CLUSTER.nodes if n.name in broken}
