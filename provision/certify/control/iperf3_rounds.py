@@ -106,9 +106,7 @@ def results(text: str) -> dict[str, tuple[int, str]]:
     return out
 
 
-def orient(pair: tuple[str, str], in_slurm: Mapping[str, bool]) -> tuple[str, str, bool]:
-    """(client, server, swapped): a pair with one node that takes steps is measured from that node's side."""
+def orient(pair: tuple[str, str], in_slurm: Mapping[str, bool]) -> tuple[str, str]:
+    """(client, server): a pair with one node that takes steps is measured from that node's side."""
     a, b = pair
-    if not in_slurm.get(a) and in_slurm.get(b):
-        return b, a, True
-    return a, b, False
+    return (b, a) if not in_slurm.get(a) and in_slurm.get(b) else (a, b)

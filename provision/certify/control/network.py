@@ -151,8 +151,8 @@ def measure_iperf3(fleet: Fleet, addresses: Mapping[str, str], run_id: str, tool
         results: list[PairResult] = []
         for pairs in rounds:
             oriented = [iperf3_rounds.orient(p, in_slurm) for p in pairs]
-            stepped = [(a, b) for a, b, _ in oriented if in_slurm[a]]
-            over_ssh = [(a, b) for a, b, _ in oriented if not in_slurm[a]]
+            stepped = [(a, b) for a, b in oriented if in_slurm[a]]
+            over_ssh = [(a, b) for a, b in oriented if not in_slurm[a]]
             with ThreadPoolExecutor(max_workers=max(len(over_ssh), 1) + 1) as pool:
                 in_step = pool.submit(_step_round, slurm, addresses, tool, broken, stepped) if stepped else None
                 for chunk in pool.map(lambda p: _iperf3_pair(fleet, addresses, tool, broken, *p), over_ssh):
