@@ -339,8 +339,11 @@ def _network(run: Session, fleet: Fleet, usable: list[str]) -> None:
     addresses = {n.name: n.address or n.name for n in reachable}
     bitrate = run.options.iperf3_bitrate or (SANDBOX_BITRATE if run.cluster.sandbox else None)
     tool = network.Iperf3(port=random.randint(20000, 29999), seconds=run.options.iperf3_seconds, bitrate=bitrate)
-    slurm = network.SlurmRounds(frozenset(usable) & set(addresses), lambda one: step(run, fleet, one)[0],
-                                run.job("net"))
+    # asked again: a node drained since the pre-checks (a hung MPI task: "Kill task failed") would hold every round
+    state = fleet.run(run.controller, slurm_checks.state_command(), 30)
+    now = slurm_checks.runnable_nodes(usable, state.stdout if state.rc is not None else None,
+                                      held=run.options.reservation is not None)
+    slurm = network.SlurmRounds(frozenset(now) & set(addresses), lambda one: step(run, fleet, one)[0], run.job("net"))
     run.pairs = network.measure_iperf3(fleet, addresses, run.run_id, tool, _plan(run, addresses, "iperf3"), slurm)
 
 

@@ -2,8 +2,11 @@
 srun step of it on the controller."""
 from __future__ import annotations
 
+import itertools
 import secrets
+import shlex
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
@@ -70,6 +73,7 @@ class Session:
     peers: list[NodeInfo] = field(default_factory=list)  # in-service nodes a partial run measures against
     peer_idle: dict[str, int] = field(default_factory=dict)  # peer -> its idle CPUs when chosen
     peer_precheck: dict[str, str] = field(default_factory=dict)  # peer -> its package versions (pre-check text)
+    sequence: Iterator[int] = field(default_factory=lambda: itertools.count(1))  # numbers each step's job name
 
     @property
     def controller(self) -> str:
@@ -93,10 +97,17 @@ class Session:
 
 
 def step(run: Session, fleet: Fleet, one: srun.Step) -> tuple[srun.StepOutput, Outcome, float]:
-    """Run one srun step from the controller: its output per node, the raw outcome and its wall time."""
+    """Run one srun step from the controller: its output per node, the raw outcome and its wall time.
+
+    Each step's job gets a name of its own (the run's job name and a number). A step that its timeout ended, or whose
+    controller command was lost, has that job cancelled: srun stopped on the controller leaves its allocation behind
+    while the tasks hang (the cluster's InactiveLimit is 0 by default), holding its nodes from every later step."""
+    one = replace(one, job_name=f"{one.job_name}-{next(run.sequence)}")
     started = time.monotonic()
     outcome = fleet.run(run.controller, one.shell(), one.timeout_s + srun.KILL_AFTER_S + 15)
     output = srun.parse(outcome.rc, outcome.stdout, outcome.stderr)
     if outcome.rc is None:
         output.general.append(outcome.error or "the controller stopped answering")
+    if output.timed_out or outcome.rc is None:
+        fleet.run(run.controller, f"scancel --name={shlex.quote(one.job_name)}", 30)
     return output, outcome, time.monotonic() - started

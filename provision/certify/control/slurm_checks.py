@@ -170,6 +170,13 @@ def runnable(state: tuple[str, str] | None, held: bool = False) -> bool:
     return base in OK_STATES or (held and base in HELD_STATES)
 
 
+def runnable_nodes(nodes: Sequence[str], state_output: str | None, held: bool = False) -> list[str]:
+    """Those of `nodes` Slurm can place a step on now, from `state_command`'s output (None: the controller did not
+    answer, so none)."""
+    states = parse_states(state_output)[1] if state_output is not None else {}
+    return [n for n in nodes if runnable(states.get(n), held=held)]
+
+
 def srun_all_check(nodes: Sequence[str], answered: Sequence[str], seconds: float | None) -> CheckResult:
     """slurm.srun_all: one srun step reached every compute node."""
     missing = [n for n in nodes if n not in answered]

@@ -3,6 +3,7 @@ better figure, a fail seen once is a warning naming both figures, a fail seen tw
 probe's recorded on a real H200 (tests/fixtures/certify/h200) with their figures changed."""
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -117,7 +118,8 @@ class FakeController:
 
 def session(probes: dict) -> SimpleNamespace:
     return SimpleNamespace(probes=probes, again={}, options=SimpleNamespace(level="standard"), run_id="r1",
-                           controller="ctl01", progress=lambda line: None, job=lambda what: f"certify-{what}-r1")
+                           controller="ctl01", progress=lambda line: None, job=lambda what: f"certify-{what}-r1",
+                           sequence=itertools.count(1))
 
 
 def test_the_runner_measures_again_only_the_nodes_whose_figures_failed_in_one_srun():

@@ -86,8 +86,11 @@ class FakeSandbox(Fleet):
             return Outcome(name, 0, "left=alive\n" if name in self.faults.get("procs_escape", ()) else "left=gone\n")
         if command == "scontrol show node -o":
             return Outcome(name, 0, "".join(self._definition(n) for n, roles in ROLES.items() if "compute" in roles))
-        if command.startswith("scontrol ping"):
-            rows = "\n".join(f"{n}|idle|none" for n, roles in ROLES.items() if "compute" in roles)
+        if command.startswith("scontrol ping"):  # drained_later: drained from the second question on
+            asked = self.asked = getattr(self, "asked", 0) + 1
+            later = self.faults.get("drained_later", ()) if asked > 1 else ()
+            rows = "\n".join(f"{n}|{'drained' if n in later else 'idle'}|none" for n, roles in ROLES.items()
+                             if "compute" in roles)
             return Outcome(name, 0, f"Slurmctld(primary) at ctl01 is UP\n--\n{rows}\n")
         if command.startswith("sbatch"):
             return Outcome(name, 0, "42\n")
@@ -235,6 +238,18 @@ def srun_nodes(log, network=False):
     steps = [shlex.split(c) for _, c in log if " srun " in c and not c.startswith("sbatch")
              and (iperf3_rounds.MARK in c) == network]
     return [s[s.index("-w") + 1] for s in steps]
+
+
+def test_a_node_drained_before_the_matrix_is_measured_against_its_daemon_and_holds_no_round(sandbox):
+    """Slurm drains a node after the MPI job ("Kill task failed"): the rounds' steps leave it out (a step naming it
+    would wait for it until its timeout), an iperf3 daemon runs on it over SSH, and its links are still measured."""
+    sandbox.faults = {"drained_later": ("store02",)}
+    report = runner.certify(SPEC, CLUSTER, runner.CertifyOptions()).report
+    rounds = srun_nodes(sandbox.log, network=True)
+    assert rounds and all("store02" not in r.split(",") for r in rounds)
+    assert sorted(n for n, c in sandbox.log if "iperf3 -s -D" in c) == ["ctl01", "store02"]
+    links = [c for c in report.checks if c.check == "net.pairwise_bw" and "store02" in c.subject.split("->")]
+    assert len(links) == 6 and {c.verdict for c in links} == {"pass"}
 
 
 def test_healthy_cluster_passes_with_gpu_checks_not_applicable(sandbox):
