@@ -31,6 +31,9 @@ RETRY_PAUSE_S = 0.2
 SERVER_GRACE_S = 2  # a server waits for its client's connection this much longer than the client tries
 MARK = "certify-iperf3"  # a client's result line: MARK, the direction, iperf3's exit status, then its JSON
 MARGIN_S = 15  # one test may take this long beyond its length (connect, the server's reply, the end of test)
+# A round's step asks for this much memory a node: without --mem, Slurm gives a job all of a node's memory where
+# memory is a consumable resource, and the rounds, one after the other, then kept certify's sbatch job pending.
+MEMORY = "256M"
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,8 @@ def step(nodes: list[str], clients: list[Client], port: int, seconds: int, bitra
          job_name: str) -> srun.Step:
     """The round's srun step: one task on each of `nodes` (the clients and the servers among them)."""
     program = script(port, seconds, bitrate, clients)
-    return srun.Step(tuple(nodes), "bash -c " + shlex.quote(program), job_name, timeout_s(seconds))
+    return srun.Step(tuple(nodes), "bash -c " + shlex.quote(program), job_name, timeout_s(seconds),
+                     extra=(f"--mem={MEMORY}",))
 
 
 def results(text: str) -> dict[str, tuple[int, str]]:

@@ -77,6 +77,7 @@ def test_each_client_measures_its_peer_both_ways_and_a_server_prints_nothing(fak
                                     ("c", "10.0.0.9", "forward"), ("c", "10.0.0.9", "reverse")]
     step = fake.steps[0]
     assert step.nodes == ("a", "c", "b") and step.ntasks_per_node == 1 and step.job_name == "certify-net-r1"
+    assert "--mem=256M" in shlex.split(step.shell())  # not all of each node's memory: certify's sbatch runs beside
 
 
 def test_a_refused_connection_is_tried_again_until_the_server_answers(fake):
