@@ -50,18 +50,20 @@ def script(port: int, seconds: int, bitrate: str | None, clients: list[Client]) 
     one_test = seconds + MARGIN_S
     table = "\n".join(f"  {shlex.quote(c.node)}) peer={shlex.quote(c.address)};;" for c in clients)
     return f"""set -u
-measure() {{  # $1: forward or reverse; $2: how long a failed connection is tried again
-  local out rc end=$((SECONDS + $2)) flag=
+measure() {{  # $1: forward or reverse; $2: how long a failed connection is tried again. Fails when it did not connect.
+  local out rc end=$((SECONDS + $2)) flag= unconnected
   [ "$1" = reverse ] && flag=-R
   while :; do
     out=$(timeout {one_test} iperf3 -c "$peer" -p {int(port)} -t {int(seconds)} -J --connect-timeout 3000{rate} \
 $flag 2>&1); rc=$?
-    [ $rc -eq 0 ] || [ $SECONDS -ge $end ] && break
-    case $out in *"unable to connect"*|*busy*|*refused*|*"unable to send"*|*"unable to receive"*) ;; *) break;; esac
+    # iperf3 3.12 (Debian 12) exits 0 with -J even when it could not connect: its message decides
+    case $out in *"unable to connect"*|*busy*|*refused*|*"unable to send"*|*"unable to receive"*) unconnected=1;;
+      *) unconnected=;; esac
+    [ -z "$unconnected" ] || [ $SECONDS -ge $end ] && break
     sleep {RETRY_PAUSE_S}
   done
   printf '%s %s %s ' {MARK} "$1" "$rc"; printf '%s' "$out" | tr -d '\n'; echo
-  return $rc
+  [ -z "$unconnected" ]
 }}
 serve() {{  # one one-off test; $1: how long to wait for the client's connection
   iperf3 -s -1 -p {int(port)} >/dev/null 2>&1 &

@@ -80,20 +80,26 @@ def test_each_client_measures_its_peer_both_ways_and_a_server_prints_nothing(fak
     assert "--mem=256M" in shlex.split(step.shell())  # not all of each node's memory: certify's sbatch runs beside
 
 
-def test_a_refused_connection_is_tried_again_until_the_server_answers(fake):
+@pytest.mark.parametrize("exit_status", ["1", "0"])  # 0: iperf3 3.12 (Debian 12) with -J, when it cannot connect
+def test_a_refused_connection_is_tried_again_until_the_server_answers(fake, monkeypatch, exit_status):
+    monkeypatch.setenv("FAKE_IPERF3_ERROR_EXIT", exit_status)
     write_rates(fake.folder, {"a": "10.0.0.1", "b": "10.0.0.2"})
     (fake.folder / "refuse" / "a-10.0.0.2").write_text("2")
     found = round_of(fake, ["a", "b"], [iperf3_rounds.Client("a", "10.0.0.2")])
     assert found["a"]["forward"][0] == 0 and found["a"]["reverse"][0] == 0
+    assert network.Iperf3.parse(found["a"]["forward"][1]) == 1.0
     assert [c[2] for c in fake.calls()] == ["forward"] * 3 + ["reverse"]
 
 
-def test_a_link_that_never_connects_fails_both_ways_after_the_window_and_reverse_is_tried_once(fake, monkeypatch):
+@pytest.mark.parametrize("exit_status", ["1", "0"])
+def test_a_link_that_never_connects_fails_both_ways_after_the_window_and_reverse_is_tried_once(fake, monkeypatch,
+                                                                                              exit_status):
     monkeypatch.setattr(iperf3_rounds, "CONNECT_WINDOW_S", 1)
+    monkeypatch.setenv("FAKE_IPERF3_ERROR_EXIT", exit_status)
     write_rates(fake.folder, {"a": "10.0.0.1", "b": "10.0.0.2"})
     (fake.folder / "refuse" / "a-10.0.0.2").write_text("always")
     found = round_of(fake, ["a", "b"], [iperf3_rounds.Client("a", "10.0.0.2")])
-    assert found["a"]["forward"][0] == 1 and found["a"]["reverse"][0] == 1
+    assert found["a"]["forward"][0] == found["a"]["reverse"][0] == int(exit_status)
     with pytest.raises(ValueError, match="Connection refused"):
         network.Iperf3.parse(found["a"]["forward"][1])
     directions = [c[2] for c in fake.calls()]
